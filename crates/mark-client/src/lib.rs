@@ -1,0 +1,1 @@
+//! mark-client (in progress)

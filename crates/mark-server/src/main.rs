@@ -1,0 +1,2 @@
+//! mark-server binary
+fn main() {}
