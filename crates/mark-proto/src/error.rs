@@ -39,10 +39,17 @@ pub enum WireError {
     #[error("the metadata line `{0}` is not `key: value`")]
     BadMetadataLine(String),
     /// A metadata key that cannot be written.
-    #[error("the metadata key `{0}` is empty or contains `:` or a newline")]
+    #[error(
+        "the metadata key `{0}` cannot be written: use ASCII letters, digits, `-`, `_` and `.`"
+    )]
     BadMetadataKey(String),
+    /// Response metadata that tries to set `status` a second time.
+    #[error(
+        "the response metadata holds a `status` key; set the status with `Response::new` instead"
+    )]
+    StatusInMetadata,
     /// A quoted value with a bad escape.
-    #[error("the quoted value `{0}` has a bad escape")]
+    #[error("the quoted value `{0}` has a bad escape or an unbalanced quote")]
     BadQuoting(String),
     /// A body (LIST, VERSIONS, LOOKUP) that does not have the expected form.
     #[error("malformed {what} body: {why}")]

@@ -62,6 +62,12 @@ impl Verb {
     pub fn is_write(self) -> bool {
         matches!(self, Verb::Publish | Verb::Append | Verb::Archive)
     }
+
+    /// Whether sending the request twice has the same effect as once, so a
+    /// client may retry it on its own (the read verbs).
+    pub fn is_idempotent(self) -> bool {
+        !self.is_write()
+    }
 }
 
 impl std::fmt::Display for Verb {
@@ -144,6 +150,26 @@ impl Status {
     pub fn is_success(&self) -> bool {
         matches!(self, Status::Ok | Status::Created)
     }
+
+    /// The title of an error body for this status (`# Not found`), as the
+    /// reference server writes it.
+    pub fn title(&self) -> &str {
+        match self {
+            Status::Ok => "Ok",
+            Status::Created => "Created",
+            Status::NotModified => "Not modified",
+            Status::NotFound => "Not found",
+            Status::Archived => "Archived",
+            Status::Unauthorized => "Unauthorized",
+            Status::NotPermitted => "Not permitted",
+            Status::ServerError => "Server error",
+            Status::Conflict => "Conflict",
+            Status::BadRequest => "Bad request",
+            Status::TooLarge => "Too large",
+            Status::Unavailable => "Unavailable",
+            Status::Other(s) => s,
+        }
+    }
 }
 
 impl std::fmt::Display for Status {
@@ -200,7 +226,10 @@ impl Request {
         out.push(b' ');
         out.extend_from_slice(self.path.as_bytes());
         out.push(b'\n');
-        if !self.metadata.is_empty() {
+        // A body that itself opens with a `---` line (a document with YAML
+        // frontmatter) would be read as the metadata block: an empty block
+        // in front keeps it a body.
+        if !self.metadata.is_empty() || opens_block(&self.body) {
             let block = write_block(&self.metadata)?;
             if block.len() > MAX_METADATA {
                 return Err(WireError::MetadataTooLarge(block.len()));
@@ -224,7 +253,8 @@ impl Request {
             } else {
                 WireError::MissingNewline
             })?;
-        let line = std::str::from_utf8(&bytes[..nl]).map_err(|_| WireError::NotUtf8("request line"))?;
+        let line =
+            std::str::from_utf8(&bytes[..nl]).map_err(|_| WireError::NotUtf8("request line"))?;
         let (verb, path) = line.split_once(' ').ok_or(WireError::BadRequestLine)?;
         let verb = Verb::parse(verb).ok_or_else(|| WireError::UnknownVerb(verb.to_string()))?;
         check_path(path)?;
@@ -277,6 +307,12 @@ impl Response {
         Response::new(status).with_body(format!("# {title}\n\n{message}\n"))
     }
 
+    /// An error response titled after its status (`# Not found\n\nmessage\n`).
+    pub fn error_for(status: Status, message: &str) -> Response {
+        let title = status.title().to_string();
+        Response::error(status, &title, message)
+    }
+
     /// A metadata value by key.
     pub fn meta(&self, key: &str) -> Option<&str> {
         self.metadata.get(key)
@@ -284,6 +320,9 @@ impl Response {
 
     /// Encodes the response; `status` is written first, then the metadata.
     pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        if self.metadata.get("status").is_some() {
+            return Err(WireError::StatusInMetadata);
+        }
         let mut all = Metadata::new();
         all.insert("status", self.status.as_str());
         for (k, v) in self.metadata.iter() {
@@ -340,16 +379,21 @@ pub fn check_path(path: &str) -> Result<(), WireError> {
     if path.contains(' ') {
         return Err(WireError::BadPath("the path must not contain a space"));
     }
-    if path
-        .bytes()
-        .any(|b| (b < 32 && b != b'\t') || b == 127)
-    {
-        return Err(WireError::BadPath("the path must not contain control characters"));
+    if path.bytes().any(|b| (b < 32 && b != b'\t') || b == 127) {
+        return Err(WireError::BadPath(
+            "the path must not contain control characters",
+        ));
     }
     Ok(())
 }
 
-/// Splits an optional `---` metadata block off the front of `bytes`.
+/// Whether `bytes` starts with a `---` delimiter line.
+fn opens_block(bytes: &[u8]) -> bool {
+    bytes == b"---" || bytes.starts_with(b"---\n") || bytes.starts_with(b"---\r\n")
+}
+
+/// Splits an optional `---` metadata block off the front of `bytes`. The
+/// block holds at most `max` bytes between its delimiters.
 fn split_optional_block(bytes: &[u8], max: usize) -> Result<(Metadata, &[u8]), WireError> {
     let open_len = if bytes.starts_with(b"---\n") {
         4
@@ -359,36 +403,242 @@ fn split_optional_block(bytes: &[u8], max: usize) -> Result<(Metadata, &[u8]), W
         return Ok((Metadata::new(), bytes));
     };
     let after = &bytes[open_len..];
-    // Find the closing `---` line within the limit.
-    let mut pos = 0;
-    loop {
-        if pos > max {
-            return Err(WireError::MetadataTooLarge(pos));
-        }
-        let line_end = match after[pos..].iter().position(|&b| b == b'\n') {
-            Some(i) => pos + i,
-            None if after[pos..].strip_suffix(b"\r").unwrap_or(&after[pos..]) == b"---" => {
-                let text = std::str::from_utf8(&after[..pos]).map_err(|_| WireError::NotUtf8("metadata"))?;
-                return Ok((parse_block(text)?, &[]));
-            }
-            None => {
-                return Err(if after.len() > max {
-                    WireError::MetadataTooLarge(after.len())
-                } else {
-                    WireError::UnclosedMetadata
-                });
-            }
+    let mut line_start = 0;
+    while line_start <= max {
+        let rest = &after[line_start..];
+        let (line, next) = match rest.iter().position(|&b| b == b'\n') {
+            Some(i) => (&rest[..i], line_start + i + 1),
+            None => (rest, after.len()),
         };
-        let line = &after[pos..line_end];
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line == b"---" {
-            if pos > max {
-                return Err(WireError::MetadataTooLarge(pos));
-            }
-            let text = std::str::from_utf8(&after[..pos]).map_err(|_| WireError::NotUtf8("metadata"))?;
-            let meta = parse_block(text)?;
-            return Ok((meta, &after[line_end + 1..]));
+        if line.strip_suffix(b"\r").unwrap_or(line) == b"---" {
+            let text = std::str::from_utf8(&after[..line_start])
+                .map_err(|_| WireError::NotUtf8("metadata"))?;
+            return Ok((parse_block(text)?, &after[next..]));
         }
-        pos = line_end + 1;
+        if next == after.len() {
+            return Err(WireError::UnclosedMetadata);
+        }
+        line_start = next;
+    }
+    Err(WireError::MetadataTooLarge(line_start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_round_trips_with_metadata_and_body() {
+        let req = Request::new(Verb::Publish, "/notes/a.md")
+            .with_meta("auth", "secret")
+            .with_meta("expected-version", "3")
+            .with_body("# Title\n\nbody\n");
+        let bytes = req.encode().unwrap();
+        assert_eq!(
+            bytes,
+            b"PUBLISH /notes/a.md\n---\nauth: secret\nexpected-version: \"3\"\n---\n# Title\n\nbody\n"
+        );
+        assert_eq!(Request::parse(&bytes).unwrap(), req);
+    }
+
+    #[test]
+    fn bare_request_is_one_line() {
+        let req = Request::new(Verb::Fetch, "/doc.md");
+        assert_eq!(req.encode().unwrap(), b"FETCH /doc.md\n");
+        assert_eq!(Request::parse(b"FETCH /doc.md\n").unwrap(), req);
+    }
+
+    #[test]
+    fn body_with_frontmatter_survives_without_metadata() {
+        let req = Request::new(Verb::Publish, "/a.md").with_body("---\ntitle: A\n---\n# A\n");
+        let bytes = req.encode().unwrap();
+        assert!(bytes.starts_with(b"PUBLISH /a.md\n---\n---\n---\ntitle"));
+        assert_eq!(Request::parse(&bytes).unwrap(), req);
+    }
+
+    #[test]
+    fn request_line_limit_is_4096_bytes_with_newline() {
+        let fits = format!("/{}", "a".repeat(MAX_REQUEST_LINE - "FETCH /\n".len()));
+        let req = Request::new(Verb::Fetch, fits.clone());
+        let bytes = req.encode().unwrap();
+        assert_eq!(bytes.len(), MAX_REQUEST_LINE);
+        assert_eq!(Request::parse(&bytes).unwrap().path, fits);
+        let over = format!("{fits}a");
+        assert!(matches!(
+            Request::new(Verb::Fetch, over.clone()).encode(),
+            Err(WireError::RequestLineTooLong(4097))
+        ));
+        let raw = format!("FETCH {over}\n");
+        assert!(matches!(
+            Request::parse(raw.as_bytes()),
+            Err(WireError::RequestLineTooLong(_))
+        ));
+    }
+
+    #[test]
+    fn request_line_rules() {
+        for (raw, want) in [
+            (&b"FETCH /a"[..], "newline"),
+            (b"FETCH  /a\n", "path"),
+            (b"FETCH /a b\n", "path"),
+            (b"FETCH a\n", "path"),
+            (b"FETCH /a\r\n", "path"),
+            (b"FETCH /a\x7f\n", "path"),
+            (b"FETCH /a\0\n", "path"),
+            (b"fetch /a\n", "verb"),
+            (b"GET /a\n", "verb"),
+            (b"FETCH\n", "line"),
+            (b"FETCH /\xff\n", "utf8"),
+        ] {
+            let got = Request::parse(raw);
+            let ok = match want {
+                "newline" => matches!(got, Err(WireError::MissingNewline)),
+                "path" => matches!(got, Err(WireError::BadPath(_))),
+                "verb" => matches!(got, Err(WireError::UnknownVerb(_))),
+                "line" => matches!(got, Err(WireError::BadRequestLine)),
+                _ => matches!(got, Err(WireError::NotUtf8(_))),
+            };
+            assert!(ok, "{raw:?} gave {got:?}");
+        }
+        assert_eq!(Request::parse(b"FETCH /a\tb\n").unwrap().path, "/a\tb");
+    }
+
+    #[test]
+    fn metadata_limit_is_64_kib() {
+        let value = "x".repeat(MAX_METADATA - "k: \n".len());
+        let req = Request::new(Verb::Lookup, "/").with_meta("k", value.clone());
+        let bytes = req.encode().unwrap();
+        assert_eq!(
+            Request::parse(&bytes).unwrap().metadata.get("k"),
+            Some(value.as_str())
+        );
+        let over = Request::new(Verb::Lookup, "/").with_meta("k", format!("{value}x"));
+        assert!(matches!(over.encode(), Err(WireError::MetadataTooLarge(_))));
+        let raw = format!("LOOKUP /\n---\nk: {value}x\n---\n");
+        assert!(matches!(
+            Request::parse(raw.as_bytes()),
+            Err(WireError::MetadataTooLarge(_))
+        ));
+        let unclosed = format!("LOOKUP /\n---\n{}", "k: v\n".repeat(20_000));
+        assert!(matches!(
+            Request::parse(unclosed.as_bytes()),
+            Err(WireError::MetadataTooLarge(_))
+        ));
+    }
+
+    #[test]
+    fn unclosed_block_is_an_error() {
+        assert!(matches!(
+            Request::parse(b"FETCH /a\n---\nk: v\n"),
+            Err(WireError::UnclosedMetadata)
+        ));
+        assert!(matches!(
+            Response::parse(b"---\nstatus: ok\n"),
+            Err(WireError::UnclosedMetadata)
+        ));
+    }
+
+    #[test]
+    fn response_reads_reference_server_output() {
+        let raw = b"---\ncontent-hash: sha256-ab\netag: ab\nmodified: \"2026-02-17T10:00:00Z\"\nstatus: ok\nversion: \"3\"\n---\n# Doc\n";
+        let resp = Response::parse(raw).unwrap();
+        assert_eq!(resp.status, Status::Ok);
+        assert_eq!(resp.meta("version"), Some("3"));
+        assert_eq!(resp.meta("modified"), Some("2026-02-17T10:00:00Z"));
+        assert_eq!(resp.meta("status"), None);
+        assert_eq!(resp.body, b"# Doc\n");
+    }
+
+    #[test]
+    fn response_accepts_crlf_and_closing_at_end() {
+        let resp = Response::parse(b"---\r\nstatus: not-modified\r\n---").unwrap();
+        assert_eq!(resp.status, Status::NotModified);
+        assert!(resp.body.is_empty());
+    }
+
+    #[test]
+    fn response_errors() {
+        assert!(matches!(
+            Response::parse(b"status: ok\n"),
+            Err(WireError::MissingFrontmatter)
+        ));
+        assert!(matches!(
+            Response::parse(b""),
+            Err(WireError::MissingFrontmatter)
+        ));
+        assert!(matches!(
+            Response::parse(b"---\nversion: 1\n---\n"),
+            Err(WireError::MissingStatus)
+        ));
+        assert!(matches!(
+            Response::parse(b"---\nstatus: ok\ngarbage\n---\n"),
+            Err(WireError::BadMetadataLine(_))
+        ));
+        assert!(matches!(
+            Response::parse(b"---\nstatus: \xff\n---\n"),
+            Err(WireError::NotUtf8(_))
+        ));
+    }
+
+    #[test]
+    fn response_round_trips_and_never_touches_the_body() {
+        let resp = Response::new(Status::Ok)
+            .with_meta("version", "3")
+            .with_meta("entries", "2")
+            .with_body("\n\n---\nnot metadata\n---\n");
+        let bytes = resp.encode().unwrap();
+        assert!(bytes.starts_with(b"---\nstatus: ok\nversion: \"3\"\n"));
+        assert_eq!(Response::parse(&bytes).unwrap(), resp);
+    }
+
+    #[test]
+    fn response_metadata_cannot_override_status() {
+        let resp = Response::new(Status::Ok).with_meta("status", "not-found");
+        assert!(matches!(resp.encode(), Err(WireError::StatusInMetadata)));
+    }
+
+    #[test]
+    fn unknown_status_is_kept() {
+        let resp = Response::parse(b"---\nstatus: teapot\n---\n").unwrap();
+        assert_eq!(resp.status, Status::Other("teapot".into()));
+        assert_eq!(resp.encode().unwrap(), b"---\nstatus: teapot\n---\n");
+    }
+
+    #[test]
+    fn every_status_and_verb_round_trips() {
+        for v in Verb::ALL {
+            assert_eq!(Verb::parse(v.as_str()), Some(v));
+            assert_eq!(v.is_idempotent(), !v.is_write());
+        }
+        for s in [
+            Status::Ok,
+            Status::Created,
+            Status::NotModified,
+            Status::NotFound,
+            Status::Archived,
+            Status::Unauthorized,
+            Status::NotPermitted,
+            Status::ServerError,
+            Status::Conflict,
+            Status::BadRequest,
+            Status::TooLarge,
+            Status::Unavailable,
+        ] {
+            assert_eq!(Status::parse(s.as_str()), s);
+            assert!(!matches!(Status::parse(s.as_str()), Status::Other(_)));
+        }
+        assert!(Status::Created.is_success() && !Status::NotFound.is_success());
+    }
+
+    #[test]
+    fn error_bodies() {
+        let resp = Response::error_for(Status::NotFound, "No document at /a.md.");
+        assert_eq!(resp.body, b"# Not found\n\nNo document at /a.md.\n");
+        assert_eq!(resp.error_message(), "No document at /a.md.");
+        // The reference server starts error bodies with a blank line.
+        let reference = Response::new(Status::NotFound).with_body("\n# Not found\n\ngone\n");
+        assert_eq!(reference.error_message(), "gone");
+        let untitled = Response::new(Status::ServerError).with_body("plain words\n");
+        assert_eq!(untitled.error_message(), "plain words");
     }
 }

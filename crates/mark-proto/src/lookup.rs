@@ -1,0 +1,399 @@
+//! LOOKUP bodies: a markdown table of matches,
+//! `| Path | Importance | Title | Tags |`, with a `Snippet` column added in
+//! body mode, where rows may point at sections (`/doc.md#anchor`, title
+//! `Doc › Heading`).
+//!
+//! Cells escape `\`, `|` and the markdown specials `` ` * _ [ ] < > ``
+//! with backslashes, tags are joined by `, ` (a comma inside a tag is
+//! escaped), importance has two decimals. A cell is one line: line breaks
+//! and other control characters are written as spaces, and surrounding
+//! spaces are not kept.
+//!
+//! ```
+//! use mark_proto::lookup::{self, LookupRow, LookupTable, MatchMode};
+//! let table = LookupTable {
+//!     mode: MatchMode::Catalog,
+//!     rows: vec![LookupRow::document("/a.md", 0.5, "A | B", vec!["x".into()])],
+//! };
+//! let body = lookup::write(&table);
+//! assert_eq!(body, "| Path | Importance | Title | Tags |\n|---|---|---|---|\n| /a.md | 0.50 | A \\| B | x |\n");
+//! assert_eq!(lookup::parse(body.as_bytes()).unwrap(), table);
+//! ```
+
+use crate::error::WireError;
+use crate::markdown::{
+    bad_body, body_text, escape, excerpt, numbered_lines, split_unescaped, unescape,
+};
+
+const WHAT: &str = "LOOKUP";
+const CATALOG_COLUMNS: [&str; 4] = ["Path", "Importance", "Title", "Tags"];
+const SPECIALS: [char; 8] = ['|', '`', '*', '_', '[', ']', '<', '>'];
+
+/// What a LOOKUP matched against (request metadata `match`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MatchMode {
+    /// Titles and tags of whole documents (the default).
+    #[default]
+    Catalog,
+    /// Section text; rows may name sections and carry a snippet.
+    Body,
+}
+
+impl MatchMode {
+    /// The value of the `match` metadata.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MatchMode::Catalog => "catalog",
+            MatchMode::Body => "body",
+        }
+    }
+
+    /// Parses the `match` metadata value.
+    pub fn parse(s: &str) -> Option<MatchMode> {
+        match s {
+            "catalog" => Some(MatchMode::Catalog),
+            "body" => Some(MatchMode::Body),
+            _ => None,
+        }
+    }
+}
+
+/// One match.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LookupRow {
+    /// The document's path.
+    pub path: String,
+    /// The section's anchor, for a section row in body mode.
+    pub anchor: Option<String>,
+    /// The document's importance (written with two decimals).
+    pub importance: f64,
+    /// The document's title, or `Doc › Heading` for a section.
+    pub title: String,
+    /// The document's tags.
+    pub tags: Vec<String>,
+    /// The matching text (body mode only).
+    pub snippet: Option<String>,
+}
+
+impl LookupRow {
+    /// A whole-document row without a snippet.
+    pub fn document(
+        path: impl Into<String>,
+        importance: f64,
+        title: impl Into<String>,
+        tags: Vec<String>,
+    ) -> LookupRow {
+        LookupRow {
+            path: path.into(),
+            anchor: None,
+            importance,
+            title: title.into(),
+            tags,
+            snippet: None,
+        }
+    }
+
+    /// The path cell: `/doc.md` or `/doc.md#anchor`.
+    pub fn target(&self) -> String {
+        match &self.anchor {
+            Some(a) => format!("{}#{a}", self.path),
+            None => self.path.clone(),
+        }
+    }
+}
+
+/// A LOOKUP result table.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LookupTable {
+    /// Catalog or body mode; body mode has the `Snippet` column.
+    pub mode: MatchMode,
+    /// The rows, best first.
+    pub rows: Vec<LookupRow>,
+}
+
+/// Writes a LOOKUP table: header, separator, one line per row.
+pub fn write(table: &LookupTable) -> String {
+    let body_mode = table.mode == MatchMode::Body;
+    let mut columns = CATALOG_COLUMNS.to_vec();
+    if body_mode {
+        columns.push("Snippet");
+    }
+    let mut out = format!(
+        "| {} |\n|{}\n",
+        columns.join(" | "),
+        "---|".repeat(columns.len())
+    );
+    for row in &table.rows {
+        let tags: Vec<String> = row.tags.iter().map(|t| cell(t, &[','])).collect();
+        let mut cells = vec![
+            cell(&row.target(), &[]),
+            format!("{:.2}", row.importance),
+            cell(&row.title, &[]),
+            tags.join(", "),
+        ];
+        if body_mode {
+            cells.push(cell(row.snippet.as_deref().unwrap_or(""), &[]));
+        }
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}
+
+fn cell(text: &str, extra: &[char]) -> String {
+    let specials: Vec<char> = SPECIALS.iter().chain(extra).copied().collect();
+    escape(text.trim(), &specials).trim().to_string()
+}
+
+/// Parses a LOOKUP table. Leading blank lines, `#` headings and prose before
+/// the header are skipped, as is anything after the table; an empty body
+/// (or one without a table) has no rows. In body mode a path cell
+/// `/doc.md#anchor` is split at its last `#`.
+pub fn parse(body: &[u8]) -> Result<LookupTable, WireError> {
+    let text = body_text(WHAT, body)?;
+    let mut lines = numbered_lines(text).skip_while(|(_, l)| !l.trim_start().starts_with('|'));
+    let Some((_, header)) = lines.next() else {
+        return Ok(LookupTable::default());
+    };
+    let names: Vec<String> = row_cells(header)
+        .ok_or_else(|| {
+            bad_body(
+                WHAT,
+                format!("the header is not a table row: `{}`", excerpt(header)),
+            )
+        })?
+        .iter()
+        .map(|c| unescape(c).to_ascii_lowercase())
+        .collect();
+    let mode = match names
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["path", "importance", "title", "tags"] => MatchMode::Catalog,
+        ["path", "importance", "title", "tags", "snippet"] => MatchMode::Body,
+        _ => {
+            return Err(bad_body(
+                WHAT,
+                format!(
+                    "the header is not `| Path | Importance | Title | Tags |`: `{}`",
+                    excerpt(header)
+                ),
+            ));
+        }
+    };
+    match lines.next() {
+        Some((_, sep)) if is_separator(sep) => {}
+        _ => {
+            return Err(bad_body(
+                WHAT,
+                "the header is not followed by a `|---|` separator line".to_string(),
+            ));
+        }
+    }
+    let mut rows = Vec::new();
+    for (n, line) in lines {
+        if !line.trim_start().starts_with('|') {
+            break;
+        }
+        let cells = row_cells(line)
+            .filter(|c| c.len() == names.len())
+            .ok_or_else(|| {
+                bad_body(
+                    WHAT,
+                    format!(
+                        "line {n} does not have {} cells: `{}`",
+                        names.len(),
+                        excerpt(line)
+                    ),
+                )
+            })?;
+        rows.push(
+            parse_row(mode, &cells).map_err(|why| bad_body(WHAT, format!("line {n}: {why}")))?,
+        );
+    }
+    Ok(LookupTable { mode, rows })
+}
+
+fn parse_row(mode: MatchMode, cells: &[&str]) -> Result<LookupRow, String> {
+    let target = unescape(cells[0]);
+    let (path, anchor) = match (mode, target.rsplit_once('#')) {
+        (MatchMode::Body, Some((p, a))) if !a.is_empty() => (p.to_string(), Some(a.to_string())),
+        _ => (target, None),
+    };
+    if !path.starts_with('/') {
+        return Err(format!(
+            "the path `{}` does not start with /",
+            excerpt(&path)
+        ));
+    }
+    let importance: f64 = cells[1]
+        .parse()
+        .ok()
+        .filter(|i: &f64| i.is_finite())
+        .ok_or_else(|| format!("the importance `{}` is not a number", excerpt(cells[1])))?;
+    let tags = match cells[3] {
+        "" => Vec::new(),
+        t => split_unescaped(t, ',')
+            .into_iter()
+            .map(|tag| unescape(tag.trim()))
+            .collect(),
+    };
+    Ok(LookupRow {
+        path,
+        anchor,
+        importance,
+        title: unescape(cells[2]),
+        tags,
+        snippet: (mode == MatchMode::Body).then(|| unescape(cells[4])),
+    })
+}
+
+/// The trimmed cells of `| a | b |`, escapes kept; `None` when the line is
+/// not a row.
+fn row_cells(line: &str) -> Option<Vec<&str>> {
+    let inner = line.trim().strip_prefix('|')?;
+    let mut cells = split_unescaped(inner, '|');
+    // The closing `|` leaves an empty last piece; a missing one is tolerated.
+    if cells.len() > 1 && cells.last().is_some_and(|c| c.trim().is_empty()) {
+        cells.pop();
+    }
+    Some(cells.into_iter().map(str::trim).collect())
+}
+
+fn is_separator(line: &str) -> bool {
+    row_cells(line).is_some_and(|cells| {
+        cells
+            .iter()
+            .all(|c| c.contains('-') && c.bytes().all(|b| matches!(b, b'-' | b':')))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(path: &str, anchor: &str, title: &str, snippet: &str) -> LookupRow {
+        LookupRow {
+            path: path.into(),
+            anchor: Some(anchor.into()),
+            importance: 0.25,
+            title: title.into(),
+            tags: vec![],
+            snippet: Some(snippet.into()),
+        }
+    }
+
+    #[test]
+    fn writes_catalog_rows_with_two_decimals() {
+        let table = LookupTable {
+            mode: MatchMode::Catalog,
+            rows: vec![
+                LookupRow::document("/a.md", 1.0, "Alpha", vec!["x".into(), "y z".into()]),
+                LookupRow::document("/b_c.md", 0.333, "B*", vec![]),
+            ],
+        };
+        assert_eq!(
+            write(&table),
+            "| Path | Importance | Title | Tags |\n|---|---|---|---|\n| /a.md | 1.00 | Alpha | x, y z |\n| /b\\_c.md | 0.33 | B\\* |  |\n"
+        );
+    }
+
+    #[test]
+    fn body_mode_adds_snippets_and_anchors() {
+        let table = LookupTable {
+            mode: MatchMode::Body,
+            rows: vec![
+                section("/doc.md", "setup", "Doc › Setup", "run `make` | then\nrest"),
+                LookupRow {
+                    snippet: Some(String::new()),
+                    ..LookupRow::document("/whole.md", 0.0, "Whole", vec!["t".into()])
+                },
+            ],
+        };
+        let body = write(&table);
+        assert_eq!(
+            body,
+            "| Path | Importance | Title | Tags | Snippet |\n|---|---|---|---|---|\n| /doc.md#setup | 0.25 | Doc › Setup |  | run \\`make\\` \\| then rest |\n| /whole.md | 0.00 | Whole | t |  |\n"
+        );
+        let parsed = parse(body.as_bytes()).unwrap();
+        assert_eq!(parsed.mode, MatchMode::Body);
+        assert_eq!(parsed.rows[0].anchor.as_deref(), Some("setup"));
+        assert_eq!(
+            parsed.rows[0].snippet.as_deref(),
+            Some("run `make` | then rest")
+        );
+        assert_eq!(parsed.rows[1], table.rows[1]);
+    }
+
+    #[test]
+    fn escapes_backslashes_pipes_and_commas_in_tags() {
+        let table = LookupTable {
+            mode: MatchMode::Catalog,
+            rows: vec![LookupRow::document(
+                "/a|b.md",
+                0.5,
+                r"C:\dir",
+                vec!["a,b".into(), r"\".into()],
+            )],
+        };
+        let body = write(&table);
+        assert!(
+            body.contains(r"| /a\|b.md | 0.50 | C:\\dir | a\,b, \\ |"),
+            "{body}"
+        );
+        assert_eq!(parse(body.as_bytes()).unwrap(), table);
+    }
+
+    #[test]
+    fn reads_tables_after_blank_lines_and_with_aligned_separators() {
+        let body = b"\n\n| Path | Importance | Title | Tags |\n|:-----|-----:|:---:|---|\n| /a.md | 0.9 | A | |\n\n_2 matches_\n";
+        let table = parse(body).unwrap();
+        assert_eq!(table.rows.len(), 1);
+        assert_eq!(table.rows[0].importance, 0.9);
+        assert!(table.rows[0].tags.is_empty());
+    }
+
+    #[test]
+    fn empty_body_has_no_rows() {
+        assert_eq!(parse(b"").unwrap(), LookupTable::default());
+        assert_eq!(parse(b"\nNo matches.\n").unwrap(), LookupTable::default());
+        let header_only = write(&LookupTable::default());
+        assert_eq!(
+            parse(header_only.as_bytes()).unwrap(),
+            LookupTable::default()
+        );
+    }
+
+    #[test]
+    fn catalog_mode_keeps_hashes_in_paths() {
+        let body =
+            b"| Path | Importance | Title | Tags |\n|---|---|---|---|\n| /c#.md | 0.10 | C# | |\n";
+        let row = &parse(body).unwrap().rows[0];
+        assert_eq!((row.path.as_str(), row.anchor.as_deref()), ("/c#.md", None));
+    }
+
+    #[test]
+    fn bad_tables_name_the_problem() {
+        let cases: [(&[u8], &str); 6] = [
+            (b"| Name | Score |\n|---|---|\n", "the header is not `| Path | Importance | Title | Tags |`"),
+            (b"| Path | Importance | Title | Tags |\n| /a.md | 1 | A | |\n", "separator"),
+            (b"| Path | Importance | Title | Tags |\n|---|---|---|---|\n| /a.md | 1 | A |\n", "line 3 does not have 4 cells"),
+            (b"| Path | Importance | Title | Tags |\n|---|---|---|---|\n| /a.md | high | A | |\n", "the importance `high` is not a number"),
+            (b"| Path | Importance | Title | Tags |\n|---|---|---|---|\n| /a.md | NaN | A | |\n", "the importance `NaN` is not a number"),
+            (b"| Path | Importance | Title | Tags |\n|---|---|---|---|\n| a.md | 1 | A | |\n", "does not start with /"),
+        ];
+        for (body, want) in cases {
+            let err = parse(body).unwrap_err().to_string();
+            assert!(err.contains(want), "{err}");
+        }
+    }
+
+    #[test]
+    fn match_mode_values() {
+        for m in [MatchMode::Catalog, MatchMode::Body] {
+            assert_eq!(MatchMode::parse(m.as_str()), Some(m));
+        }
+        assert_eq!(MatchMode::parse("fuzzy"), None);
+    }
+}
