@@ -1,0 +1,524 @@
+//! The crawl planner: which LIST and FETCH to send next, within bounds. It does no I/O and
+//! reads no clock; a driver (mark-mcp's async crawler, or a loop in a test) sends the
+//! requests, reports each result back, and passes the current time in.
+//!
+//! ```
+//! use std::time::Instant;
+//! use link_graph::{CrawlLimits, CrawlPlan, CrawlStep, LinkGraph, ListEntry};
+//!
+//! // A two-level source, answered from memory here; mark-mcp sends LIST and FETCH instead.
+//! let list = |dir: &str| match dir {
+//!     "/" => vec![ListEntry::Document("a.md".into()), ListEntry::Directory("sub".into())],
+//!     _ => vec![ListEntry::Document("b.md".into())],
+//! };
+//! let mut graph = LinkGraph::new();
+//! let mut plan = CrawlPlan::new("/", CrawlLimits::default(), Instant::now())?;
+//! while !plan.is_finished() {
+//!     // A real driver starts every step it gets, then awaits one result at a time.
+//!     let Some(step) = plan.next_step(Instant::now()) else { break };
+//!     match step {
+//!         CrawlStep::List { dir, .. } => {
+//!             let entries = list(&dir);
+//!             for entry in &entries {
+//!                 if let ListEntry::Document(name) = entry {
+//!                     graph.note_discovered(&format!("{dir}{name}"))?;
+//!                 }
+//!             }
+//!             plan.on_listed(&dir, entries, None)?;
+//!         }
+//!         CrawlStep::Fetch { path } => {
+//!             // FETCH with `if-none-match: graph.etag(&path)`; on `ok`, index the body.
+//!             graph.update(&path, "etag-1", None, [])?;
+//!             plan.on_fetched(&path, 100)?;
+//!         }
+//!     }
+//! }
+//! let outcome = plan.outcome();
+//! assert!(outcome.complete);
+//! graph.mark_complete();
+//! assert_eq!(graph.coverage().to_string(), "graph complete");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::{HashSet, VecDeque};
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::error::PlanError;
+
+/// Bounds of one crawl.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CrawlLimits {
+    /// Documents fetched at most (default 5,000).
+    pub max_documents: usize,
+    /// Body bytes received at most (default 64 MiB). Checked before each FETCH, so the
+    /// crawl may pass it by what is in flight.
+    pub max_bytes: u64,
+    /// Time from the start after which no new request goes out (default 60 s). Requests
+    /// in flight finish under their own timeouts.
+    pub time_budget: Duration,
+    /// Requests in flight at once (default 8).
+    pub max_in_flight: usize,
+}
+
+impl Default for CrawlLimits {
+    fn default() -> CrawlLimits {
+        CrawlLimits {
+            max_documents: 5_000,
+            max_bytes: 64 * 1024 * 1024,
+            time_budget: Duration::from_secs(60),
+            max_in_flight: 8,
+        }
+    }
+}
+
+/// One request for the driver to send.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CrawlStep {
+    /// `LIST dir` (ends with `/`), with the `cursor` metadata when continuing a paged listing.
+    List {
+        /// The directory, e.g. `/` or `/guides/`.
+        dir: String,
+        /// The `next-cursor` of the previous page, if any.
+        cursor: Option<String>,
+    },
+    /// `FETCH path`, conditional on the graph's etag for it.
+    Fetch {
+        /// The document, e.g. `/guides/intro.md`.
+        path: String,
+    },
+}
+
+/// One entry of a LIST answer: a name inside the listed directory, percent-decoded,
+/// without a trailing `/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListEntry {
+    /// A sub-directory: it will be listed.
+    Directory(String),
+    /// A file: fetched if its name ends in `.md` (any case), ignored otherwise.
+    Document(String),
+}
+
+/// Why a crawl stopped before its frontier was empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// `max_documents` fetches were sent.
+    Documents(usize),
+    /// `max_bytes` body bytes were received.
+    Bytes(u64),
+    /// The time budget ran out.
+    Deadline(Duration),
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StopReason::Documents(n) => write!(f, "document limit ({n}) reached"),
+            StopReason::Bytes(n) => write!(f, "byte limit ({n} bytes) reached"),
+            StopReason::Deadline(d) => write!(f, "time limit ({} s) reached", d.as_secs_f64()),
+        }
+    }
+}
+
+/// Where a crawl stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CrawlOutcome {
+    /// FETCH steps handed out.
+    pub documents: usize,
+    /// LIST steps handed out (pages count one each).
+    pub listings: usize,
+    /// Body bytes reported by the driver.
+    pub bytes: u64,
+    /// Steps the driver reported as failed.
+    pub failures: usize,
+    /// Names in listings that could not be a path (holding `/`, or `.`/`..`).
+    pub rejected_names: usize,
+    /// Set once a bound was hit.
+    pub stopped: Option<StopReason>,
+    /// Finished with an empty frontier, no bound hit and no failure: call
+    /// [`LinkGraph::mark_complete`](crate::LinkGraph::mark_complete).
+    pub complete: bool,
+}
+
+/// A bounded breadth-first crawl of one source, as pure state: see the module example.
+/// Listings go before fetches, so the count of known documents grows early.
+#[derive(Debug)]
+pub struct CrawlPlan {
+    limits: CrawlLimits,
+    deadline: Instant,
+    dirs: VecDeque<(String, Option<String>)>,
+    docs: VecDeque<String>,
+    seen_dirs: HashSet<String>,
+    seen_docs: HashSet<String>,
+    in_flight: HashSet<String>,
+    outcome: CrawlOutcome,
+}
+
+impl CrawlPlan {
+    /// A crawl of `root` (a directory; a missing trailing `/` is added) starting at `now`.
+    pub fn new(root: &str, limits: CrawlLimits, now: Instant) -> Result<CrawlPlan, PlanError> {
+        if !root.starts_with('/') {
+            return Err(PlanError::BadRoot(root.to_owned()));
+        }
+        let root = if root.ends_with('/') {
+            root.to_owned()
+        } else {
+            format!("{root}/")
+        };
+        Ok(CrawlPlan {
+            limits,
+            deadline: now + limits.time_budget,
+            dirs: VecDeque::from([(root.clone(), None)]),
+            docs: VecDeque::new(),
+            seen_dirs: HashSet::from([root]),
+            seen_docs: HashSet::new(),
+            in_flight: HashSet::new(),
+            outcome: CrawlOutcome {
+                documents: 0,
+                listings: 0,
+                bytes: 0,
+                failures: 0,
+                rejected_names: 0,
+                stopped: None,
+                complete: false,
+            },
+        })
+    }
+
+    /// When no new request may start: a driver can race its in-flight requests against it.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// The next request to send, or `None` if there is none now: the frontier is empty,
+    /// `max_in_flight` requests are out, or a bound was hit. Call it until `None` after
+    /// every report.
+    pub fn next_step(&mut self, now: Instant) -> Option<CrawlStep> {
+        if self.outcome.stopped.is_none() && now >= self.deadline {
+            self.outcome.stopped = Some(StopReason::Deadline(self.limits.time_budget));
+        }
+        if self.outcome.stopped.is_some() || self.in_flight.len() >= self.limits.max_in_flight {
+            return None;
+        }
+        if let Some((dir, cursor)) = self.dirs.pop_front() {
+            self.in_flight.insert(dir.clone());
+            self.outcome.listings += 1;
+            return Some(CrawlStep::List { dir, cursor });
+        }
+        if self.docs.is_empty() {
+            return None;
+        }
+        if self.outcome.documents >= self.limits.max_documents {
+            self.outcome.stopped = Some(StopReason::Documents(self.limits.max_documents));
+            return None;
+        }
+        if self.outcome.bytes >= self.limits.max_bytes {
+            self.outcome.stopped = Some(StopReason::Bytes(self.limits.max_bytes));
+            return None;
+        }
+        let path = self.docs.pop_front()?;
+        self.in_flight.insert(path.clone());
+        self.outcome.documents += 1;
+        Some(CrawlStep::Fetch { path })
+    }
+
+    fn close(&mut self, key: &str) -> Result<(), PlanError> {
+        if self.in_flight.remove(key) {
+            Ok(())
+        } else {
+            Err(PlanError::NotInFlight(key.to_owned()))
+        }
+    }
+
+    /// Reports a LIST answer: its entries (names inside `dir`) and, if the listing is paged
+    /// and not complete, the `next-cursor` to ask for the next page.
+    pub fn on_listed(
+        &mut self,
+        dir: &str,
+        entries: impl IntoIterator<Item = ListEntry>,
+        next_cursor: Option<String>,
+    ) -> Result<(), PlanError> {
+        self.close(dir)?;
+        if let Some(cursor) = next_cursor {
+            self.dirs.push_front((dir.to_owned(), Some(cursor)));
+        }
+        for entry in entries {
+            let (ListEntry::Directory(name) | ListEntry::Document(name)) = &entry;
+            if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+                self.outcome.rejected_names += 1;
+                continue;
+            }
+            match entry {
+                ListEntry::Directory(name) => {
+                    let sub = format!("{dir}{name}/");
+                    if self.seen_dirs.insert(sub.clone()) {
+                        self.dirs.push_back((sub, None));
+                    }
+                }
+                ListEntry::Document(name) if name.to_ascii_lowercase().ends_with(".md") => {
+                    let path = format!("{dir}{name}");
+                    if self.seen_docs.insert(path.clone()) {
+                        self.docs.push_back(path);
+                    }
+                }
+                ListEntry::Document(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Reports a FETCH answer with `bytes` of body (0 for `not-modified`). A `not-found`
+    /// counts as fetched too: the document is gone, which is a complete answer.
+    pub fn on_fetched(&mut self, path: &str, bytes: u64) -> Result<(), PlanError> {
+        self.close(path)?;
+        self.outcome.bytes = self.outcome.bytes.saturating_add(bytes);
+        Ok(())
+    }
+
+    /// Reports a step that failed (timeout, lost connection, server error): the crawl goes
+    /// on but will not count as complete.
+    pub fn on_failed(&mut self, step: &CrawlStep) -> Result<(), PlanError> {
+        let key = match step {
+            CrawlStep::List { dir, .. } => dir,
+            CrawlStep::Fetch { path } => path,
+        };
+        self.close(key)?;
+        self.outcome.failures += 1;
+        Ok(())
+    }
+
+    /// Whether nothing is in flight and nothing more will be handed out.
+    pub fn is_finished(&self) -> bool {
+        self.in_flight.is_empty()
+            && (self.outcome.stopped.is_some() || (self.dirs.is_empty() && self.docs.is_empty()))
+    }
+
+    /// Counters so far, and whether the crawl is complete.
+    pub fn outcome(&self) -> CrawlOutcome {
+        CrawlOutcome {
+            complete: self.is_finished()
+                && self.outcome.stopped.is_none()
+                && self.outcome.failures == 0,
+            ..self.outcome
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(name: &str) -> ListEntry {
+        ListEntry::Document(name.to_owned())
+    }
+
+    fn dir(name: &str) -> ListEntry {
+        ListEntry::Directory(name.to_owned())
+    }
+
+    /// Hands out every step available now.
+    fn drain(plan: &mut CrawlPlan, now: Instant) -> Vec<CrawlStep> {
+        std::iter::from_fn(|| plan.next_step(now)).collect()
+    }
+
+    fn fetch(path: &str) -> CrawlStep {
+        CrawlStep::Fetch {
+            path: path.to_owned(),
+        }
+    }
+
+    fn list(dir: &str, cursor: Option<&str>) -> CrawlStep {
+        CrawlStep::List {
+            dir: dir.to_owned(),
+            cursor: cursor.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_tree_is_listed_then_fetched_once_each_with_paging() {
+        let t0 = Instant::now();
+        let mut plan = CrawlPlan::new("/", CrawlLimits::default(), t0).unwrap();
+        assert_eq!(drain(&mut plan, t0), [list("/", None)]);
+        assert!(!plan.is_finished());
+        plan.on_listed(
+            "/",
+            [doc("a.md"), dir("sub"), doc("logo.png"), doc("B.MD")],
+            Some("c2".to_owned()),
+        )
+        .unwrap();
+        // The next page first, then the sub-directory, then documents.
+        assert_eq!(
+            drain(&mut plan, t0),
+            [
+                list("/", Some("c2")),
+                list("/sub/", None),
+                fetch("/a.md"),
+                fetch("/B.MD")
+            ]
+        );
+        plan.on_listed("/", [doc("c.md"), doc("a.md"), dir("sub")], None)
+            .unwrap();
+        plan.on_listed("/sub/", [doc("d.md"), dir("..")], None)
+            .unwrap();
+        plan.on_fetched("/a.md", 10).unwrap();
+        plan.on_fetched("/B.MD", 0).unwrap();
+        assert_eq!(drain(&mut plan, t0), [fetch("/c.md"), fetch("/sub/d.md")]);
+        plan.on_fetched("/c.md", 5).unwrap();
+        plan.on_fetched("/sub/d.md", 5).unwrap();
+        assert!(plan.is_finished());
+        let outcome = plan.outcome();
+        assert_eq!(
+            outcome,
+            CrawlOutcome {
+                documents: 4,
+                listings: 3,
+                bytes: 20,
+                failures: 0,
+                rejected_names: 1,
+                stopped: None,
+                complete: true,
+            }
+        );
+    }
+
+    #[test]
+    fn the_document_bound_stops_the_crawl_incomplete() {
+        let t0 = Instant::now();
+        let limits = CrawlLimits {
+            max_documents: 2,
+            ..CrawlLimits::default()
+        };
+        let mut plan = CrawlPlan::new("/", limits, t0).unwrap();
+        drain(&mut plan, t0);
+        plan.on_listed("/", [doc("a.md"), doc("b.md"), doc("c.md")], None)
+            .unwrap();
+        assert_eq!(drain(&mut plan, t0), [fetch("/a.md"), fetch("/b.md")]);
+        assert!(!plan.is_finished(), "two fetches are still out");
+        plan.on_fetched("/a.md", 1).unwrap();
+        plan.on_fetched("/b.md", 1).unwrap();
+        assert!(plan.is_finished());
+        assert_eq!(plan.outcome().stopped, Some(StopReason::Documents(2)));
+        assert!(!plan.outcome().complete);
+    }
+
+    #[test]
+    fn exactly_max_documents_is_still_complete() {
+        let t0 = Instant::now();
+        let limits = CrawlLimits {
+            max_documents: 1,
+            ..CrawlLimits::default()
+        };
+        let mut plan = CrawlPlan::new("/", limits, t0).unwrap();
+        drain(&mut plan, t0);
+        plan.on_listed("/", [doc("a.md")], None).unwrap();
+        assert_eq!(drain(&mut plan, t0), [fetch("/a.md")]);
+        plan.on_fetched("/a.md", 1).unwrap();
+        assert!(drain(&mut plan, t0).is_empty());
+        assert!(plan.outcome().complete);
+    }
+
+    #[test]
+    fn the_byte_bound_stops_new_fetches() {
+        let t0 = Instant::now();
+        let limits = CrawlLimits {
+            max_bytes: 100,
+            max_in_flight: 1,
+            ..CrawlLimits::default()
+        };
+        let mut plan = CrawlPlan::new("/", limits, t0).unwrap();
+        drain(&mut plan, t0);
+        plan.on_listed("/", [doc("a.md"), doc("b.md"), doc("c.md")], None)
+            .unwrap();
+        assert_eq!(drain(&mut plan, t0), [fetch("/a.md")]);
+        plan.on_fetched("/a.md", 60).unwrap();
+        assert_eq!(drain(&mut plan, t0), [fetch("/b.md")]);
+        plan.on_fetched("/b.md", 60).unwrap();
+        assert!(drain(&mut plan, t0).is_empty());
+        let outcome = plan.outcome();
+        assert_eq!(
+            (outcome.stopped, outcome.bytes, outcome.complete),
+            (Some(StopReason::Bytes(100)), 120, false)
+        );
+        assert!(plan.is_finished());
+    }
+
+    #[test]
+    fn the_deadline_stops_new_requests() {
+        let t0 = Instant::now();
+        let limits = CrawlLimits {
+            time_budget: Duration::from_secs(10),
+            ..CrawlLimits::default()
+        };
+        let mut plan = CrawlPlan::new("/", limits, t0).unwrap();
+        assert_eq!(plan.deadline(), t0 + Duration::from_secs(10));
+        drain(&mut plan, t0);
+        plan.on_listed("/", [doc("a.md"), doc("b.md")], None)
+            .unwrap();
+        let late = t0 + Duration::from_secs(10);
+        assert!(drain(&mut plan, late).is_empty());
+        assert!(
+            drain(&mut plan, t0).is_empty(),
+            "once stopped, earlier times do not restart it"
+        );
+        assert!(plan.is_finished());
+        let outcome = plan.outcome();
+        assert_eq!(
+            outcome.stopped,
+            Some(StopReason::Deadline(Duration::from_secs(10)))
+        );
+        assert_eq!(
+            outcome.stopped.map(|s| s.to_string()).as_deref(),
+            Some("time limit (10 s) reached")
+        );
+        assert!(!outcome.complete);
+    }
+
+    #[test]
+    fn no_more_than_max_in_flight_requests_are_out() {
+        let t0 = Instant::now();
+        let limits = CrawlLimits {
+            max_in_flight: 2,
+            ..CrawlLimits::default()
+        };
+        let mut plan = CrawlPlan::new("/docs", limits, t0).unwrap();
+        assert_eq!(drain(&mut plan, t0), [list("/docs/", None)]);
+        plan.on_listed("/docs/", (0..5).map(|i| doc(&format!("{i}.md"))), None)
+            .unwrap();
+        assert_eq!(drain(&mut plan, t0).len(), 2);
+        plan.on_fetched("/docs/0.md", 1).unwrap();
+        assert_eq!(drain(&mut plan, t0), [fetch("/docs/2.md")]);
+    }
+
+    #[test]
+    fn a_failure_leaves_the_crawl_incomplete() {
+        let t0 = Instant::now();
+        let mut plan = CrawlPlan::new("/", CrawlLimits::default(), t0).unwrap();
+        drain(&mut plan, t0);
+        plan.on_listed("/", [doc("a.md")], None).unwrap();
+        let steps = drain(&mut plan, t0);
+        plan.on_failed(&steps[0]).unwrap();
+        assert!(plan.is_finished());
+        let outcome = plan.outcome();
+        assert_eq!(
+            (outcome.failures, outcome.stopped, outcome.complete),
+            (1, None, false)
+        );
+    }
+
+    #[test]
+    fn reports_for_steps_not_in_flight_are_refused() {
+        let t0 = Instant::now();
+        let mut plan = CrawlPlan::new("/", CrawlLimits::default(), t0).unwrap();
+        assert_eq!(
+            plan.on_fetched("/a.md", 1),
+            Err(PlanError::NotInFlight("/a.md".to_owned()))
+        );
+        drain(&mut plan, t0);
+        plan.on_listed("/", [], None).unwrap();
+        assert!(plan.on_listed("/", [], None).is_err(), "reported twice");
+        assert_eq!(
+            CrawlPlan::new("docs/", CrawlLimits::default(), t0).unwrap_err(),
+            PlanError::BadRoot("docs/".to_owned())
+        );
+    }
+}

@@ -1,0 +1,902 @@
+//! The graph: documents, their outbound edges, and the backlink index derived from them.
+
+use std::collections::{HashMap, HashSet};
+use std::mem::size_of;
+
+use crate::coverage::Coverage;
+use crate::error::GraphError;
+use crate::paths::{PathId, PathTable, check_canonical};
+use crate::text::{MAX_LINK_TEXT_BYTES, MAX_TITLE_BYTES, one_line};
+
+/// Where a link points.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LinkTarget {
+    /// A document of the same source, by canonical path, with the anchor the link names.
+    Document {
+        /// Canonical path, e.g. `/dir/doc.md`.
+        path: String,
+        /// The anchor after `#`, if any (never empty).
+        fragment: Option<String>,
+    },
+    /// Anything else (`https:`, `mailto:`, another host): kept as outbound only.
+    External(String),
+}
+
+/// One link of a document, as the caller hands it to [`LinkGraph::update`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edge {
+    /// Anchor of the innermost section holding the link; `None` for the preamble
+    /// or a heading without an anchor.
+    pub section: Option<String>,
+    /// The link text as plain text; stored on one line and cut to
+    /// [`MAX_LINK_TEXT_BYTES`](crate::MAX_LINK_TEXT_BYTES).
+    pub text: String,
+    /// Where it points.
+    pub target: LinkTarget,
+}
+
+/// A link into a document, as [`LinkGraph::backlinks`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backlink {
+    /// Canonical path of the linking document.
+    pub source: String,
+    /// Its title, if it has one.
+    pub source_title: Option<String>,
+    /// Anchor of the section holding the link (`None`: the preamble or an anchorless heading).
+    pub section: Option<String>,
+    /// The link text of the first link from that section.
+    pub text: String,
+    /// The anchor in the target document that first link names, if any.
+    pub fragment: Option<String>,
+}
+
+/// A link out of a document, as [`LinkGraph::outbound`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboundLink {
+    /// Anchor of the section holding the link.
+    pub section: Option<String>,
+    /// The stored (one-line, bounded) link text.
+    pub text: String,
+    /// Where it points.
+    pub target: LinkTarget,
+}
+
+/// What [`LinkGraph::update`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateOutcome {
+    /// The document was not indexed before.
+    Added,
+    /// Its etag changed: its outbound edges were replaced.
+    Replaced,
+    /// Same etag as indexed: nothing was done.
+    Unchanged,
+}
+
+/// A byte range in a document's string arena. `len == 0` stands for "absent": anchors,
+/// fragments and URLs are never empty when present.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    len: u32,
+}
+
+impl Span {
+    const ABSENT: Span = Span { start: 0, len: 0 };
+}
+
+/// An edge as stored: 24 bytes, strings in the owning document's arena.
+#[derive(Debug, Clone, Copy)]
+struct StoredEdge {
+    /// `PathId` of the target document, or `PathId::RESERVED` for an external link.
+    target: u32,
+    /// Index into the document's section list, or `NO_SECTION`.
+    section: u32,
+    text: Span,
+    /// The fragment for a document link, the URL for an external one.
+    detail: Span,
+}
+
+const NO_SECTION: u32 = u32::MAX;
+
+/// One indexed document: everything it links to, its strings packed in one allocation.
+#[derive(Debug)]
+struct DocEntry {
+    etag: Box<str>,
+    title: Option<Box<str>>,
+    /// Link texts, section anchors, fragments and URLs, concatenated.
+    arena: Box<str>,
+    /// Distinct section anchors holding links, in document order.
+    sections: Box<[Span]>,
+    /// In document order, deduplicated per (section, target, fragment).
+    edges: Box<[StoredEdge]>,
+}
+
+impl DocEntry {
+    fn str(&self, span: Span) -> &str {
+        let start = span.start as usize;
+        self.arena
+            .get(start..start + span.len as usize)
+            .unwrap_or("")
+    }
+
+    fn opt_str(&self, span: Span) -> Option<String> {
+        (span.len > 0).then(|| self.str(span).to_owned())
+    }
+
+    fn section(&self, edge: &StoredEdge) -> Option<String> {
+        self.sections
+            .get(edge.section as usize)
+            .map(|&span| self.str(span).to_owned())
+    }
+
+    /// The distinct documents this one links to.
+    fn targets(&self) -> HashSet<PathId> {
+        self.edges
+            .iter()
+            .filter_map(|e| PathId::from_raw(e.target))
+            .collect()
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.etag.len()
+            + self.title.as_ref().map_or(0, |t| t.len())
+            + self.arena.len()
+            + self.sections.len() * size_of::<Span>()
+            + self.edges.len() * size_of::<StoredEdge>()
+    }
+}
+
+/// Packs a document's edges into a [`DocEntry`].
+struct EntryBuilder {
+    arena: String,
+    sections: Vec<Span>,
+    edges: Vec<StoredEdge>,
+    section_index: HashMap<String, u32>,
+    seen: HashSet<(u32, u32, String)>,
+}
+
+impl EntryBuilder {
+    fn new() -> EntryBuilder {
+        EntryBuilder {
+            arena: String::new(),
+            sections: Vec::new(),
+            edges: Vec::new(),
+            section_index: HashMap::new(),
+            seen: HashSet::new(),
+        }
+    }
+
+    fn push_str(&mut self, text: &str) -> Result<Span, GraphError> {
+        if text.is_empty() {
+            return Ok(Span::ABSENT);
+        }
+        let full = GraphError::Full {
+            what: "a document's link strings",
+        };
+        let start = u32::try_from(self.arena.len()).map_err(|_| full.clone())?;
+        let len = u32::try_from(text.len()).map_err(|_| full.clone())?;
+        start.checked_add(len).ok_or(full)?;
+        self.arena.push_str(text);
+        Ok(Span { start, len })
+    }
+
+    /// Index of the section's anchor, each anchor stored once.
+    fn section(&mut self, anchor: Option<&str>) -> Result<u32, GraphError> {
+        let Some(anchor) = anchor.filter(|a| !a.is_empty()) else {
+            return Ok(NO_SECTION);
+        };
+        if let Some(&index) = self.section_index.get(anchor) {
+            return Ok(index);
+        }
+        let span = self.push_str(anchor)?;
+        let index = u32::try_from(self.sections.len())
+            .ok()
+            .filter(|&i| i != NO_SECTION)
+            .ok_or(GraphError::Full {
+                what: "a document's sections",
+            })?;
+        self.sections.push(span);
+        self.section_index.insert(anchor.to_owned(), index);
+        Ok(index)
+    }
+
+    /// Adds one edge unless it repeats an earlier (section, target, fragment).
+    fn push(
+        &mut self,
+        section: Option<&str>,
+        text: &str,
+        target: u32,
+        detail: &str,
+    ) -> Result<(), GraphError> {
+        let section = self.section(section)?;
+        if !self.seen.insert((section, target, detail.to_owned())) {
+            return Ok(());
+        }
+        let text = self.push_str(&one_line(text, MAX_LINK_TEXT_BYTES))?;
+        let detail = self.push_str(detail)?;
+        self.edges.push(StoredEdge {
+            target,
+            section,
+            text,
+            detail,
+        });
+        Ok(())
+    }
+
+    fn finish(self, etag: &str, title: Option<&str>) -> DocEntry {
+        DocEntry {
+            etag: etag.into(),
+            title: title
+                .map(|t| one_line(t, MAX_TITLE_BYTES))
+                .filter(|t| !t.is_empty())
+                .map(String::into_boxed_str),
+            arena: self.arena.into_boxed_str(),
+            sections: self.sections.into_boxed_slice(),
+            edges: self.edges.into_boxed_slice(),
+        }
+    }
+}
+
+/// The link graph of one session: see the crate documentation.
+#[derive(Debug, Default)]
+pub struct LinkGraph {
+    paths: PathTable,
+    /// By `PathId`: the indexed document, if any.
+    docs: Vec<Option<DocEntry>>,
+    /// By target `PathId`: the documents linking to it, sorted, each once.
+    incoming: Vec<Vec<PathId>>,
+    /// By `PathId`: listed by the crawler (whether or not indexed since).
+    discovered: Vec<bool>,
+    crawl_finished: bool,
+}
+
+impl LinkGraph {
+    /// An empty graph.
+    pub fn new() -> LinkGraph {
+        LinkGraph::default()
+    }
+
+    fn intern(&mut self, path: &str) -> Result<PathId, GraphError> {
+        check_canonical(path)?;
+        let id = self.paths.intern(path)?;
+        let len = self.paths.len();
+        if self.docs.len() < len {
+            self.docs.resize_with(len, || None);
+            self.incoming.resize_with(len, Vec::new);
+            self.discovered.resize(len, false);
+        }
+        Ok(id)
+    }
+
+    fn entry(&self, path: &str) -> Option<&DocEntry> {
+        let id = self.paths.get(path)?;
+        self.docs.get(id.index())?.as_ref()
+    }
+
+    /// Indexes `path` with these outbound `edges`, or replaces its edges if `etag` changed.
+    ///
+    /// Same etag as indexed: returns [`UpdateOutcome::Unchanged`] at once (the edges are not
+    /// even looked at). Links from a document to itself are dropped (they are navigation
+    /// within the page); repeats of a (section, target, fragment) keep the first text.
+    /// Every path, the source's and each document target's, must be canonical
+    /// (see [`check_canonical`](crate::check_canonical)); otherwise nothing changes.
+    pub fn update(
+        &mut self,
+        path: &str,
+        etag: &str,
+        title: Option<&str>,
+        edges: impl IntoIterator<Item = Edge>,
+    ) -> Result<UpdateOutcome, GraphError> {
+        let source = self.intern(path)?;
+        let outcome = match &self.docs[source.index()] {
+            Some(old) if *old.etag == *etag => return Ok(UpdateOutcome::Unchanged),
+            Some(_) => UpdateOutcome::Replaced,
+            None => UpdateOutcome::Added,
+        };
+        let mut builder = EntryBuilder::new();
+        for edge in edges {
+            match &edge.target {
+                LinkTarget::Document { path, fragment } => {
+                    let target = self.intern(path)?;
+                    if target != source {
+                        let fragment = fragment.as_deref().unwrap_or("");
+                        builder.push(
+                            edge.section.as_deref(),
+                            &edge.text,
+                            target.raw(),
+                            fragment,
+                        )?;
+                    }
+                }
+                LinkTarget::External(url) if !url.is_empty() => {
+                    builder.push(edge.section.as_deref(), &edge.text, PathId::RESERVED, url)?;
+                }
+                LinkTarget::External(_) => {}
+            }
+        }
+        let entry = builder.finish(etag, title);
+        self.unlink(source);
+        for target in entry.targets() {
+            let sources = &mut self.incoming[target.index()];
+            if let Err(at) = sources.binary_search(&source) {
+                sources.insert(at, source);
+            }
+        }
+        self.docs[source.index()] = Some(entry);
+        Ok(outcome)
+    }
+
+    /// Takes `source`'s entry out of the backlink index (and out of the graph).
+    fn unlink(&mut self, source: PathId) -> Option<DocEntry> {
+        let old = self.docs[source.index()].take()?;
+        for target in old.targets() {
+            let sources = &mut self.incoming[target.index()];
+            if let Ok(at) = sources.binary_search(&source) {
+                sources.remove(at);
+            }
+        }
+        Some(old)
+    }
+
+    /// Forgets a document that no longer exists (a FETCH answered `not-found` or
+    /// `archived`): its edges and its discovery go. Links *to* it stay, from documents that
+    /// still hold them. Returns whether it was indexed or discovered.
+    pub fn remove(&mut self, path: &str) -> bool {
+        let Some(id) = self.paths.get(path) else {
+            return false;
+        };
+        let was_discovered = std::mem::take(&mut self.discovered[id.index()]);
+        self.unlink(id).is_some() || was_discovered
+    }
+
+    /// The etag `path` was indexed with: compare before parsing to skip unchanged documents,
+    /// and send it as `if-none-match`.
+    pub fn etag(&self, path: &str) -> Option<&str> {
+        self.entry(path).map(|d| &*d.etag)
+    }
+
+    /// The title `path` was indexed with (`None` if untitled or not indexed).
+    pub fn title(&self, path: &str) -> Option<&str> {
+        self.entry(path)?.title.as_deref()
+    }
+
+    /// Whether `path` is indexed.
+    pub fn is_indexed(&self, path: &str) -> bool {
+        self.entry(path).is_some()
+    }
+
+    /// The links into `path` from other indexed documents: one per (source, section), the
+    /// first link of that section. Ordered by source path, then by the sections' order in
+    /// the source document. Empty if nothing links there *yet*: read [`Self::coverage`]
+    /// before calling that "no backlinks".
+    pub fn backlinks(&self, path: &str) -> Vec<Backlink> {
+        let Some(target) = self.paths.get(path) else {
+            return Vec::new();
+        };
+        let mut sources: Vec<(&str, &DocEntry)> = self.incoming[target.index()]
+            .iter()
+            .filter_map(|&s| Some((self.paths.path(s), self.docs[s.index()].as_ref()?)))
+            .collect();
+        sources.sort_unstable_by_key(|&(p, _)| p);
+        let mut found = Vec::new();
+        for (source, doc) in sources {
+            let mut sections_seen = HashSet::new();
+            for edge in doc.edges.iter().filter(|e| e.target == target.raw()) {
+                if sections_seen.insert(edge.section) {
+                    found.push(Backlink {
+                        source: source.to_owned(),
+                        source_title: doc.title.as_deref().map(str::to_owned),
+                        section: doc.section(edge),
+                        text: doc.str(edge.text).to_owned(),
+                        fragment: doc.opt_str(edge.detail),
+                    });
+                }
+            }
+        }
+        found
+    }
+
+    /// The links out of `path`, in document order (internal and external, deduplicated per
+    /// section, self-links dropped); `None` if `path` is not indexed.
+    pub fn outbound(&self, path: &str) -> Option<Vec<OutboundLink>> {
+        let doc = self.entry(path)?;
+        let links = doc
+            .edges
+            .iter()
+            .map(|edge| OutboundLink {
+                section: doc.section(edge),
+                text: doc.str(edge.text).to_owned(),
+                target: match PathId::from_raw(edge.target) {
+                    Some(id) => LinkTarget::Document {
+                        path: self.paths.path(id).to_owned(),
+                        fragment: doc.opt_str(edge.detail),
+                    },
+                    None => LinkTarget::External(doc.str(edge.detail).to_owned()),
+                },
+            })
+            .collect();
+        Some(links)
+    }
+
+    /// Records that the crawler listed `path` (a document that exists, indexed or not yet).
+    /// Returns whether it was new to the graph's count of known documents.
+    pub fn note_discovered(&mut self, path: &str) -> Result<bool, GraphError> {
+        let id = self.intern(path)?;
+        let known_before = self.is_known(id);
+        self.discovered[id.index()] = true;
+        Ok(!known_before)
+    }
+
+    /// Records that the crawler finished without hitting a bound or an error. The graph
+    /// counts as complete while every discovered document is also indexed.
+    pub fn mark_complete(&mut self) {
+        self.crawl_finished = true;
+    }
+
+    fn is_known(&self, id: PathId) -> bool {
+        self.discovered[id.index()] || self.docs[id.index()].is_some()
+    }
+
+    /// How much of the source the graph has seen.
+    pub fn coverage(&self) -> Coverage {
+        let indexed = self.docs.iter().filter(|d| d.is_some()).count();
+        let any_discovered = self.discovered.iter().any(|&d| d);
+        let known = (0..self.docs.len())
+            .filter(|&i| self.discovered[i] || self.docs[i].is_some())
+            .count();
+        Coverage {
+            indexed,
+            known: any_discovered.then_some(known),
+            complete: self.crawl_finished && known == indexed,
+        }
+    }
+
+    /// Estimated heap bytes held by the graph (capacity-based, without the allocator's own
+    /// per-allocation overhead).
+    pub fn approx_bytes(&self) -> usize {
+        let docs = self.docs.capacity() * size_of::<Option<DocEntry>>()
+            + self
+                .docs
+                .iter()
+                .flatten()
+                .map(DocEntry::heap_bytes)
+                .sum::<usize>();
+        let incoming = self.incoming.capacity() * size_of::<Vec<PathId>>()
+            + self
+                .incoming
+                .iter()
+                .map(|s| s.capacity() * size_of::<PathId>())
+                .sum::<usize>();
+        self.paths.approx_bytes() + docs + incoming + self.discovered.capacity()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc_link(section: Option<&str>, text: &str, path: &str, fragment: Option<&str>) -> Edge {
+        Edge {
+            section: section.map(str::to_owned),
+            text: text.to_owned(),
+            target: LinkTarget::Document {
+                path: path.to_owned(),
+                fragment: fragment.map(str::to_owned),
+            },
+        }
+    }
+
+    fn external(section: Option<&str>, text: &str, url: &str) -> Edge {
+        Edge {
+            section: section.map(str::to_owned),
+            text: text.to_owned(),
+            target: LinkTarget::External(url.to_owned()),
+        }
+    }
+
+    /// (source, section, text, fragment) of each backlink, for compact assertions.
+    fn summary(
+        graph: &LinkGraph,
+        path: &str,
+    ) -> Vec<(String, Option<String>, String, Option<String>)> {
+        graph
+            .backlinks(path)
+            .into_iter()
+            .map(|b| (b.source, b.section, b.text, b.fragment))
+            .collect()
+    }
+
+    fn s(text: &str) -> String {
+        text.to_owned()
+    }
+
+    #[test]
+    fn outbound_keeps_document_order_sections_fragments_and_externals() {
+        let mut graph = LinkGraph::new();
+        let outcome = graph
+            .update(
+                "/guide/intro.md",
+                "e1",
+                Some("Intro"),
+                [
+                    doc_link(None, "API", "/api.md", None),
+                    external(Some("see-also"), "Node", "https://nodejs.org/"),
+                    doc_link(Some("see-also"), "errors", "/errors.md", Some("err_x")),
+                ],
+            )
+            .unwrap();
+        assert_eq!(outcome, UpdateOutcome::Added);
+        let out = graph.outbound("/guide/intro.md").unwrap();
+        assert_eq!(
+            out,
+            vec![
+                OutboundLink {
+                    section: None,
+                    text: s("API"),
+                    target: LinkTarget::Document {
+                        path: s("/api.md"),
+                        fragment: None
+                    },
+                },
+                OutboundLink {
+                    section: Some(s("see-also")),
+                    text: s("Node"),
+                    target: LinkTarget::External(s("https://nodejs.org/")),
+                },
+                OutboundLink {
+                    section: Some(s("see-also")),
+                    text: s("errors"),
+                    target: LinkTarget::Document {
+                        path: s("/errors.md"),
+                        fragment: Some(s("err_x"))
+                    },
+                },
+            ]
+        );
+        assert_eq!(
+            graph.outbound("/api.md"),
+            None,
+            "a link target is not an indexed document"
+        );
+        assert_eq!(graph.title("/guide/intro.md"), Some("Intro"));
+        assert_eq!(graph.etag("/guide/intro.md"), Some("e1"));
+        assert!(graph.is_indexed("/guide/intro.md") && !graph.is_indexed("/api.md"));
+    }
+
+    #[test]
+    fn external_links_are_outbound_only() {
+        let mut graph = LinkGraph::new();
+        graph
+            .update(
+                "/a.md",
+                "e",
+                None,
+                [external(None, "x", "https://example.com/b.md")],
+            )
+            .unwrap();
+        assert!(graph.backlinks("https://example.com/b.md").is_empty());
+        assert!(graph.backlinks("/b.md").is_empty());
+        assert_eq!(graph.outbound("/a.md").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn self_links_are_not_edges() {
+        let mut graph = LinkGraph::new();
+        graph
+            .update(
+                "/a.md",
+                "e",
+                None,
+                [
+                    doc_link(Some("top"), "below", "/a.md", Some("below")),
+                    doc_link(Some("top"), "b", "/b.md", None),
+                ],
+            )
+            .unwrap();
+        assert!(graph.backlinks("/a.md").is_empty());
+        assert_eq!(graph.outbound("/a.md").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn repeated_links_are_stored_once_per_section_target_and_fragment() {
+        let mut graph = LinkGraph::new();
+        graph
+            .update(
+                "/a.md",
+                "e",
+                Some("A"),
+                [
+                    doc_link(Some("one"), "first", "/t.md", Some("x")),
+                    doc_link(Some("one"), "again", "/t.md", Some("x")),
+                    doc_link(Some("one"), "other anchor", "/t.md", Some("y")),
+                    doc_link(Some("two"), "later", "/t.md", Some("x")),
+                    doc_link(Some("one"), "back in one", "/t.md", Some("x")),
+                ],
+            )
+            .unwrap();
+        let texts: Vec<String> = graph
+            .outbound("/a.md")
+            .unwrap()
+            .into_iter()
+            .map(|l| l.text)
+            .collect();
+        assert_eq!(texts, ["first", "other anchor", "later"]);
+        // Backlinks: one per (source, section), the first link of that section.
+        assert_eq!(
+            summary(&graph, "/t.md"),
+            vec![
+                (s("/a.md"), Some(s("one")), s("first"), Some(s("x"))),
+                (s("/a.md"), Some(s("two")), s("later"), Some(s("x"))),
+            ]
+        );
+        assert_eq!(
+            graph.backlinks("/t.md")[0].source_title.as_deref(),
+            Some("A")
+        );
+    }
+
+    #[test]
+    fn backlinks_are_ordered_by_source_path_then_section_order_in_the_source() {
+        let mut graph = LinkGraph::new();
+        // Indexed out of path order, sections out of alphabetical order.
+        graph
+            .update("/z.md", "e", None, [doc_link(None, "z", "/t.md", None)])
+            .unwrap();
+        graph
+            .update(
+                "/a.md",
+                "e",
+                None,
+                [
+                    doc_link(Some("zeta"), "first", "/t.md", None),
+                    doc_link(None, "x", "/other.md", None),
+                    doc_link(Some("alpha"), "second", "/t.md", None),
+                ],
+            )
+            .unwrap();
+        graph
+            .update(
+                "/dir/m.md",
+                "e",
+                None,
+                [doc_link(Some("s"), "m", "/t.md", None)],
+            )
+            .unwrap();
+        let got: Vec<(String, Option<String>)> = graph
+            .backlinks("/t.md")
+            .into_iter()
+            .map(|b| (b.source, b.section))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (s("/a.md"), Some(s("zeta"))),
+                (s("/a.md"), Some(s("alpha"))),
+                (s("/dir/m.md"), Some(s("s"))),
+                (s("/z.md"), None),
+            ]
+        );
+        assert_eq!(summary(&graph, "/other.md").len(), 1);
+        assert!(graph.backlinks("/never-seen.md").is_empty());
+    }
+
+    #[test]
+    fn a_changed_etag_replaces_the_edges_and_the_backlinks_follow() {
+        let mut graph = LinkGraph::new();
+        graph
+            .update(
+                "/a.md",
+                "v1",
+                Some("Old"),
+                [doc_link(None, "to b", "/b.md", None)],
+            )
+            .unwrap();
+        graph
+            .update(
+                "/c.md",
+                "v1",
+                None,
+                [doc_link(None, "c to b", "/b.md", None)],
+            )
+            .unwrap();
+        let outcome = graph
+            .update(
+                "/a.md",
+                "v2",
+                Some("New"),
+                [doc_link(Some("s"), "to d", "/d.md", None)],
+            )
+            .unwrap();
+        assert_eq!(outcome, UpdateOutcome::Replaced);
+        assert_eq!(
+            summary(&graph, "/b.md"),
+            vec![(s("/c.md"), None, s("c to b"), None)]
+        );
+        assert_eq!(
+            summary(&graph, "/d.md"),
+            vec![(s("/a.md"), Some(s("s")), s("to d"), None)]
+        );
+        assert_eq!(graph.title("/a.md"), Some("New"));
+        assert_eq!(graph.etag("/a.md"), Some("v2"));
+    }
+
+    #[test]
+    fn the_same_etag_is_a_no_op() {
+        let mut graph = LinkGraph::new();
+        graph
+            .update(
+                "/a.md",
+                "v1",
+                Some("A"),
+                [doc_link(None, "to b", "/b.md", None)],
+            )
+            .unwrap();
+        let before = graph.approx_bytes();
+        let outcome = graph
+            .update(
+                "/a.md",
+                "v1",
+                Some("Other"),
+                [doc_link(None, "to c", "/c.md", None)],
+            )
+            .unwrap();
+        assert_eq!(outcome, UpdateOutcome::Unchanged);
+        assert_eq!(summary(&graph, "/b.md").len(), 1);
+        assert!(graph.backlinks("/c.md").is_empty());
+        assert_eq!(graph.title("/a.md"), Some("A"));
+        assert_eq!(
+            graph.approx_bytes(),
+            before,
+            "not even the target path was interned"
+        );
+    }
+
+    #[test]
+    fn removing_a_document_drops_its_edges_but_not_links_to_it() {
+        let mut graph = LinkGraph::new();
+        graph
+            .update("/a.md", "v1", None, [doc_link(None, "to b", "/b.md", None)])
+            .unwrap();
+        graph
+            .update("/b.md", "v1", None, [doc_link(None, "to a", "/a.md", None)])
+            .unwrap();
+        assert!(graph.remove("/a.md"));
+        assert!(graph.backlinks("/b.md").is_empty());
+        assert_eq!(summary(&graph, "/a.md").len(), 1);
+        assert!(!graph.is_indexed("/a.md"));
+        assert!(!graph.remove("/a.md"));
+        assert!(!graph.remove("/unknown.md"));
+    }
+
+    #[test]
+    fn bad_paths_are_refused_and_change_nothing() {
+        let mut graph = LinkGraph::new();
+        assert!(matches!(
+            graph.update("relative.md", "e", None, []),
+            Err(GraphError::NotCanonical { .. })
+        ));
+        graph
+            .update("/a.md", "v1", None, [doc_link(None, "b", "/b.md", None)])
+            .unwrap();
+        let err = graph
+            .update(
+                "/a.md",
+                "v2",
+                None,
+                [doc_link(None, "up", "/../x.md", None)],
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("/../x.md"), "{err}");
+        assert_eq!(graph.etag("/a.md"), Some("v1"));
+        assert_eq!(summary(&graph, "/b.md").len(), 1);
+        assert!(graph.note_discovered("no-slash.md").is_err());
+    }
+
+    #[test]
+    fn link_texts_and_titles_are_stored_on_one_bounded_line() {
+        let mut graph = LinkGraph::new();
+        let long = "word ".repeat(200);
+        graph
+            .update(
+                "/a.md",
+                "e",
+                Some(&long),
+                [
+                    doc_link(None, "two\n  lines", "/b.md", None),
+                    doc_link(Some("s"), &long, "/b.md", None),
+                ],
+            )
+            .unwrap();
+        let links = graph.backlinks("/b.md");
+        assert_eq!(links[0].text, "two lines");
+        assert!(links[1].text.len() <= MAX_LINK_TEXT_BYTES && links[1].text.ends_with('…'));
+        assert!(graph.title("/a.md").unwrap().len() <= MAX_TITLE_BYTES);
+    }
+
+    #[test]
+    fn coverage_follows_discovery_indexing_and_completion() {
+        let mut graph = LinkGraph::new();
+        let empty = graph.coverage();
+        assert_eq!(
+            empty,
+            Coverage {
+                indexed: 0,
+                known: None,
+                complete: false
+            }
+        );
+
+        graph.update("/a.md", "e", None, []).unwrap();
+        assert_eq!(
+            graph.coverage(),
+            Coverage {
+                indexed: 1,
+                known: None,
+                complete: false
+            }
+        );
+
+        assert!(graph.note_discovered("/b.md").unwrap());
+        assert!(
+            !graph.note_discovered("/a.md").unwrap(),
+            "already known by being indexed"
+        );
+        assert!(!graph.note_discovered("/b.md").unwrap());
+        assert_eq!(
+            graph.coverage(),
+            Coverage {
+                indexed: 1,
+                known: Some(2),
+                complete: false
+            }
+        );
+
+        graph.mark_complete();
+        assert!(!graph.coverage().complete, "/b.md is known but not indexed");
+        graph.update("/b.md", "e", None, []).unwrap();
+        assert_eq!(
+            graph.coverage(),
+            Coverage {
+                indexed: 2,
+                known: Some(2),
+                complete: true
+            }
+        );
+
+        graph.note_discovered("/c.md").unwrap();
+        assert!(
+            !graph.coverage().complete,
+            "a new document appeared after the crawl"
+        );
+        assert!(graph.remove("/c.md"));
+        assert!(graph.coverage().complete, "it was gone after all");
+    }
+
+    #[test]
+    fn the_graph_can_be_shared_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<LinkGraph>();
+    }
+
+    #[test]
+    fn approx_bytes_grows_with_the_edges() {
+        let mut graph = LinkGraph::new();
+        let empty = graph.approx_bytes();
+        let edges = (0..100).map(|i| {
+            doc_link(
+                Some("s"),
+                "some link text",
+                &format!("/t{i}.md"),
+                Some("anchor"),
+            )
+        });
+        graph.update("/a.md", "e", None, edges).unwrap();
+        let full = graph.approx_bytes();
+        // 100 edges of 24 bytes, their texts and fragments, and 100 interned paths.
+        assert!(
+            full - empty > 100 * (size_of::<StoredEdge>() + 14 + 6 + 7),
+            "{empty} -> {full}"
+        );
+        assert_eq!(size_of::<StoredEdge>(), 24);
+    }
+}
