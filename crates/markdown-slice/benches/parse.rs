@@ -1,1 +1,2 @@
+//! Parse benchmark (written in a later step).
 fn main() {}

@@ -1,0 +1,548 @@
+//! The parsed document: one pass over pulldown-cmark events.
+
+use std::ops::Range;
+
+use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
+
+use crate::frontmatter::{self, Frontmatter};
+use crate::links::{Link, LinkKind};
+use crate::slug::Slugger;
+
+/// One heading of the document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heading {
+    /// 1 to 6.
+    pub level: u8,
+    /// Plain text: inline markup removed, code spans keep their text, line breaks become
+    /// spaces.
+    pub text: String,
+    /// The unique GitHub-style anchor; `None` when the text has nothing to slug.
+    pub anchor: Option<String>,
+    /// The heading's lines: from the start of its first line (container markers such as
+    /// `> ` or `- ` included) to the end of its last line, line break excluded.
+    pub line: Range<usize>,
+    /// The heading's section: from `line.start` to the `line.start` of the next heading of
+    /// the same or a higher level (subsections included), or to the end of the source.
+    pub section: Range<usize>,
+    /// Index in [`Document::headings`] of the nearest enclosing heading (the last earlier
+    /// heading of a higher level).
+    pub parent: Option<usize>,
+}
+
+/// A markdown document parsed once: frontmatter, headings with anchors and sections,
+/// links and the opening paragraph, all as byte ranges into the source it holds.
+///
+/// `S` is anything that derefs to the text: `&str`, `String`, `Arc<str>`, …
+#[derive(Debug, Clone)]
+pub struct Document<S: AsRef<str>> {
+    source: S,
+    frontmatter: Option<Frontmatter>,
+    body: Range<usize>,
+    headings: Vec<Heading>,
+    links: Vec<Link>,
+    first_paragraph: Option<Range<usize>>,
+}
+
+/// The pulldown-cmark options used for every parse (and by the benchmark's baseline).
+///
+/// GitHub's dialect: tables, strikethrough, task lists, footnotes (so `[^1]: x` is not a
+/// link definition) and the GFM blockquote tags, plus `[[wiki links]]`. Heading attributes
+/// stay off, so `# Title {#id}` keeps `{#id}` as text, as on GitHub. Smart punctuation stays
+/// off (it would change heading text and so anchors). Metadata blocks stay off: the
+/// frontmatter is split off before pulldown-cmark sees the body.
+pub fn parser_options() -> Options {
+    Options::ENABLE_TABLES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_GFM
+        | Options::ENABLE_WIKILINKS
+}
+
+/// A heading whose end event has not been seen yet.
+struct OpenHeading {
+    start: usize,
+    end: usize,
+    level: u8,
+    text: String,
+}
+
+/// A link or image whose end event has not been seen yet.
+struct OpenLink {
+    link: Link,
+}
+
+impl<S: AsRef<str>> Document<S> {
+    /// Parses `source`. Never fails: any text is a markdown document.
+    pub fn parse(source: S) -> Self {
+        let text = source.as_ref();
+        let (frontmatter, body_start) = frontmatter::split(text);
+        let body = body_start..text.len();
+        let scan = scan(text, body.clone());
+        Document {
+            frontmatter,
+            body,
+            headings: scan.headings,
+            links: scan.links,
+            first_paragraph: scan.first_paragraph,
+            source,
+        }
+    }
+
+    /// The whole input.
+    pub fn source(&self) -> &str {
+        self.source.as_ref()
+    }
+
+    /// The value the document was parsed from.
+    pub fn into_source(self) -> S {
+        self.source
+    }
+
+    /// The frontmatter block, if the document starts with one.
+    pub fn frontmatter(&self) -> Option<&Frontmatter> {
+        self.frontmatter.as_ref()
+    }
+
+    /// The source range after the frontmatter (the whole source when there is none).
+    pub fn body_range(&self) -> Range<usize> {
+        self.body.clone()
+    }
+
+    /// The source after the frontmatter.
+    pub fn body(&self) -> &str {
+        &self.source()[self.body.clone()]
+    }
+
+    /// The frontmatter title when it is set and not blank, else the first H1's text.
+    pub fn title(&self) -> Option<&str> {
+        self.frontmatter
+            .as_ref()
+            .and_then(|f| f.title.as_deref())
+            .filter(|t| !t.trim().is_empty())
+            .or_else(|| {
+                self.headings
+                    .iter()
+                    .find(|h| h.level == 1)
+                    .map(|h| h.text.as_str())
+            })
+    }
+
+    /// Every heading, in document order.
+    pub fn headings(&self) -> &[Heading] {
+        &self.headings
+    }
+
+    /// The exact source text of a heading's section, subsections included.
+    ///
+    /// `heading` should come from this document; a heading from elsewhere whose range
+    /// does not fit this source yields `""`.
+    pub fn section_text(&self, heading: &Heading) -> &str {
+        self.source().get(heading.section.clone()).unwrap_or("")
+    }
+
+    /// The range from the start of the body to the first heading's line (the whole body
+    /// when there is no heading).
+    pub fn preamble_range(&self) -> Range<usize> {
+        let end = self
+            .headings
+            .first()
+            .map_or(self.body.end, |h| h.line.start);
+        self.body.start..end
+    }
+
+    /// The text before the first heading (after the frontmatter).
+    pub fn preamble(&self) -> &str {
+        &self.source()[self.preamble_range()]
+    }
+
+    /// The innermost heading whose section holds byte `offset`; `None` in the preamble.
+    pub fn section_at(&self, offset: usize) -> Option<&Heading> {
+        let after = self.headings.partition_point(|h| h.line.start <= offset);
+        after.checked_sub(1).and_then(|i| self.headings.get(i))
+    }
+
+    /// The anchor of the innermost anchored section holding byte `offset` (the heading's
+    /// own anchor, else its nearest anchored ancestor's); `None` in the preamble.
+    pub fn section_anchor_at(&self, offset: usize) -> Option<&str> {
+        let mut heading = self.section_at(offset);
+        while let Some(h) = heading {
+            if let Some(anchor) = &h.anchor {
+                return Some(anchor);
+            }
+            heading = h.parent.and_then(|p| self.headings.get(p));
+        }
+        None
+    }
+
+    /// Every link and image, in document order (see [`Link`]).
+    pub fn links(&self) -> &[Link] {
+        &self.links
+    }
+
+    /// The range of the first top-level paragraph, trailing white space excluded.
+    pub fn first_paragraph_range(&self) -> Option<Range<usize>> {
+        self.first_paragraph.clone()
+    }
+}
+
+/// What the single pass over the events collects.
+struct Scan {
+    headings: Vec<Heading>,
+    links: Vec<Link>,
+    first_paragraph: Option<Range<usize>>,
+}
+
+fn scan(source: &str, body: Range<usize>) -> Scan {
+    let base = body.start;
+    let mut headings: Vec<Heading> = Vec::new();
+    let mut links: Vec<Link> = Vec::new();
+    let mut first_paragraph = None;
+    let mut heading: Option<OpenHeading> = None;
+    let mut open_links: Vec<OpenLink> = Vec::new();
+    // Open tags around the current event; a paragraph opened at depth 0 is top-level.
+    let mut depth = 0usize;
+
+    let parser = Parser::new_ext(&source[body.clone()], parser_options());
+    for (event, range) in parser.into_offset_iter() {
+        let range = range.start + base..range.end + base;
+        match event {
+            Event::Start(tag) => {
+                match tag {
+                    Tag::Heading { level, .. } => {
+                        heading = Some(OpenHeading {
+                            start: range.start,
+                            end: range.end,
+                            level: level as u8,
+                            text: String::new(),
+                        });
+                    }
+                    Tag::Paragraph if depth == 0 && first_paragraph.is_none() => {
+                        let text = &source[range.clone()];
+                        let end = range.start + text.trim_end().len();
+                        first_paragraph = Some(range.start..end);
+                    }
+                    Tag::Link {
+                        link_type,
+                        dest_url,
+                        ..
+                    } => {
+                        open_links.push(OpenLink {
+                            link: Link::new(link_type, &dest_url, range.clone(), false),
+                        });
+                    }
+                    Tag::Image {
+                        link_type,
+                        dest_url,
+                        ..
+                    } => {
+                        open_links.push(OpenLink {
+                            link: Link::new(link_type, &dest_url, range.clone(), true),
+                        });
+                    }
+                    _ => {}
+                }
+                depth += 1;
+            }
+            Event::End(tag_end) => {
+                depth = depth.saturating_sub(1);
+                match tag_end {
+                    TagEnd::Heading(_) => {
+                        if let Some(open) = heading.take() {
+                            headings.push(finish_heading(source, open));
+                        }
+                    }
+                    TagEnd::Link | TagEnd::Image => {
+                        if let Some(open) = open_links.pop() {
+                            links.push(open.link);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Event::Text(text) | Event::Code(text) => {
+                if let Some(open) = heading.as_mut() {
+                    open.text.push_str(&text);
+                }
+                for open in &mut open_links {
+                    open.link.text.push_str(&text);
+                }
+            }
+            Event::SoftBreak | Event::HardBreak => {
+                if let Some(open) = heading.as_mut() {
+                    open.text.push(' ');
+                }
+                for open in &mut open_links {
+                    open.link.text.push(' ');
+                }
+            }
+            _ => {}
+        }
+    }
+    // Links are pushed when they close; an image inside a link closes first.
+    links.sort_by_key(|l| l.range.start);
+    finish_sections(&mut headings, body.end);
+    Scan {
+        headings,
+        links,
+        first_paragraph,
+    }
+}
+
+fn finish_heading(source: &str, open: OpenHeading) -> Heading {
+    let line_start = source[..open.start].rfind('\n').map_or(0, |i| i + 1);
+    let last = open.end.saturating_sub(1).max(open.start);
+    let line_end = match source[last..].find('\n') {
+        Some(i) => {
+            let newline = last + i;
+            if newline > line_start && source.as_bytes()[newline - 1] == b'\r' {
+                newline - 1
+            } else {
+                newline
+            }
+        }
+        None => source.len(),
+    };
+    Heading {
+        level: open.level,
+        text: open.text.trim().to_string(),
+        anchor: None,
+        line: line_start..line_end.max(line_start),
+        section: line_start..line_start,
+        parent: None,
+    }
+}
+
+/// Second pass over the (small) heading list: anchors, section ends and parents.
+fn finish_sections(headings: &mut [Heading], end: usize) {
+    let mut slugger = Slugger::default();
+    let mut open: Vec<usize> = Vec::new();
+    for i in 0..headings.len() {
+        headings[i].anchor = slugger.anchor(&headings[i].text);
+        let level = headings[i].level;
+        let start = headings[i].section.start;
+        while let Some(&top) = open.last() {
+            if headings[top].level < level {
+                break;
+            }
+            headings[top].section.end = start;
+            open.pop();
+        }
+        headings[i].parent = open.last().copied();
+        open.push(i);
+    }
+    for i in open {
+        headings[i].section.end = end;
+    }
+}
+
+impl Link {
+    fn new(link_type: LinkType, dest: &str, range: Range<usize>, is_image: bool) -> Self {
+        let kind = match link_type {
+            LinkType::Inline => LinkKind::Inline,
+            LinkType::Reference
+            | LinkType::ReferenceUnknown
+            | LinkType::Collapsed
+            | LinkType::CollapsedUnknown
+            | LinkType::Shortcut
+            | LinkType::ShortcutUnknown => LinkKind::Reference,
+            LinkType::Autolink => LinkKind::Autolink,
+            LinkType::Email => LinkKind::Email,
+            LinkType::WikiLink { .. } => LinkKind::Wiki,
+        };
+        let dest = if kind == LinkKind::Email && !dest.starts_with("mailto:") {
+            format!("mailto:{dest}")
+        } else {
+            dest.to_string()
+        };
+        Link {
+            text: String::new(),
+            fragment: crate::links::fragment_of(&dest),
+            dest,
+            range,
+            is_image,
+            kind,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn summary<S: AsRef<str>>(doc: &Document<S>) -> Vec<(u8, String, Option<String>)> {
+        doc.headings()
+            .iter()
+            .map(|h| (h.level, h.text.clone(), h.anchor.clone()))
+            .collect()
+    }
+
+    fn texts<S: AsRef<str>>(doc: &Document<S>) -> Vec<&str> {
+        doc.headings().iter().map(|h| h.text.as_str()).collect()
+    }
+
+    #[test]
+    fn atx_and_setext_headings_with_lines_and_sections() {
+        let src = "intro\n\n# One\n\ntext\n\nTwo\n---\n\n### Three ###\nbody\n\nFour\n====\nend\n";
+        let doc = Document::parse(src);
+        assert_eq!(
+            summary(&doc),
+            [
+                (1, "One".into(), Some("one".into())),
+                (2, "Two".into(), Some("two".into())),
+                (3, "Three".into(), Some("three".into())),
+                (1, "Four".into(), Some("four".into())),
+            ]
+        );
+        let h = doc.headings();
+        assert_eq!(&src[h[0].line.clone()], "# One");
+        assert_eq!(&src[h[1].line.clone()], "Two\n---");
+        assert_eq!(&src[h[2].line.clone()], "### Three ###");
+        assert_eq!(
+            doc.section_text(&h[0]),
+            "# One\n\ntext\n\nTwo\n---\n\n### Three ###\nbody\n\n"
+        );
+        assert_eq!(
+            doc.section_text(&h[1]),
+            "Two\n---\n\n### Three ###\nbody\n\n"
+        );
+        assert_eq!(doc.section_text(&h[2]), "### Three ###\nbody\n\n");
+        assert_eq!(doc.section_text(&h[3]), "Four\n====\nend\n");
+        assert_eq!(doc.preamble(), "intro\n\n");
+        assert_eq!(
+            [h[0].parent, h[1].parent, h[2].parent, h[3].parent],
+            [None, Some(0), Some(1), None]
+        );
+    }
+
+    #[test]
+    fn no_headings_in_code_html_or_frontmatter() {
+        let src = "---\ntitle: T\n---\n```\n# not\n```\n~~~md\n## not\n~~~\n\n    # indented not\n\n<div>\n# not html\n</div>\n\n# Yes\n";
+        let doc = Document::parse(src);
+        assert_eq!(texts(&doc), ["Yes"]);
+    }
+
+    #[test]
+    fn frontmatter_is_never_a_setext_heading() {
+        let doc = Document::parse("---\ntitle: [bad\n---\ntext\n");
+        assert!(doc.headings().is_empty());
+        assert!(doc.frontmatter().is_some());
+        assert_eq!(doc.body(), "text\n");
+        // Without a frontmatter block, text over `---` is a setext heading.
+        let doc = Document::parse("text\n---\n");
+        assert_eq!(texts(&doc), ["text"]);
+    }
+
+    #[test]
+    fn headings_inside_blockquotes_and_list_items() {
+        let src = "# Top\n> ## Quoted\n> body\n\n- ### In list\n  item\n";
+        let doc = Document::parse(src);
+        assert_eq!(texts(&doc), ["Top", "Quoted", "In list"]);
+        let h = doc.headings();
+        assert_eq!(&src[h[1].line.clone()], "> ## Quoted");
+        assert_eq!(&src[h[2].line.clone()], "- ### In list");
+        // The H3 in the list item is a subsection of the quoted H2.
+        assert_eq!(
+            doc.section_text(&h[1]),
+            "> ## Quoted\n> body\n\n- ### In list\n  item\n"
+        );
+    }
+
+    #[test]
+    fn plain_text_drops_markup_and_keeps_code_spans() {
+        let src = "# **Bold** _it_ [link](x.md) `code()` ~~del~~ <span>html</span> &amp; \\*\n\n## `fs.readFile(path[, options], callback)`\n\n## Title {#custom-id}\n";
+        let doc = Document::parse(src);
+        assert_eq!(
+            texts(&doc),
+            [
+                "Bold it link code() del html & *",
+                "fs.readFile(path[, options], callback)",
+                "Title {#custom-id}"
+            ]
+        );
+        assert_eq!(
+            doc.headings()[1].anchor.as_deref(),
+            Some("fsreadfilepath-options-callback")
+        );
+        assert_eq!(doc.headings()[2].anchor.as_deref(), Some("title-custom-id"));
+    }
+
+    #[test]
+    fn anchors_dedup_and_empty_headings_have_none() {
+        let doc = Document::parse("# Notes\n# Notes\n# Notes-1\n#\n# ???\n");
+        let anchors: Vec<_> = doc.headings().iter().map(|h| h.anchor.as_deref()).collect();
+        assert_eq!(
+            anchors,
+            [
+                Some("notes"),
+                Some("notes-1"),
+                Some("notes-1-1"),
+                None,
+                None
+            ]
+        );
+    }
+
+    #[test]
+    fn crlf_lines_exclude_the_carriage_return() {
+        let src = "# A\r\ntext\r\n\r\nB\r\n-\r\n";
+        let doc = Document::parse(src);
+        assert_eq!(texts(&doc), ["A", "B"]);
+        assert_eq!(doc.section_text(&doc.headings()[1]), "B\r\n-\r\n");
+        assert_eq!(&src[doc.headings()[0].line.clone()], "# A");
+        assert_eq!(&src[doc.headings()[1].line.clone()], "B\r\n-");
+    }
+
+    #[test]
+    fn title_from_frontmatter_else_first_h1() {
+        assert_eq!(
+            Document::parse("---\ntitle: FM\n---\n# H\n").title(),
+            Some("FM")
+        );
+        assert_eq!(
+            Document::parse("---\ntitle: ' '\n---\n# H\n").title(),
+            Some("H")
+        );
+        assert_eq!(Document::parse("## Sub\n# Main\n").title(), Some("Main"));
+        assert_eq!(Document::parse("## Sub\n").title(), None);
+    }
+
+    #[test]
+    fn section_at_and_section_anchor_at() {
+        let src = "pre\n# A\na\n## \nempty\n# B\nb\n";
+        let doc = Document::parse(src);
+        assert_eq!(doc.section_anchor_at(0), None);
+        assert_eq!(doc.section_anchor_at(src.find("a\n").unwrap()), Some("a"));
+        // An anchorless heading's content belongs to its anchored parent.
+        assert_eq!(doc.section_anchor_at(src.find("empty").unwrap()), Some("a"));
+        assert_eq!(doc.section_anchor_at(src.len()), Some("b"));
+        assert_eq!(
+            doc.section_at(src.find("empty").unwrap()).map(|h| h.level),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn works_with_str_string_and_arc_and_is_send_sync_clone() {
+        fn assert_traits<T: Send + Sync + Clone>(_: &T) {}
+        let text = "# A\n";
+        let borrowed = Document::parse(text);
+        let owned = Document::parse(text.to_string());
+        let shared: Document<Arc<str>> = Document::parse(Arc::from(text));
+        assert_traits(&borrowed);
+        assert_traits(&owned);
+        assert_traits(&shared);
+        assert_eq!(shared.clone().headings(), owned.headings());
+        assert_eq!(borrowed.into_source(), text);
+    }
+
+    #[test]
+    fn first_paragraph_is_top_level() {
+        let src = "# T\n\n> Stability: 2\n\n<!-- c -->\n\nThe module does things.\nSecond line.\n\nMore.\n";
+        let doc = Document::parse(src);
+        let range = doc.first_paragraph_range().unwrap();
+        assert_eq!(&src[range], "The module does things.\nSecond line.");
+    }
+}

@@ -1,0 +1,238 @@
+//! The leading YAML frontmatter block.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use yaml_serde::Value;
+
+/// A YAML frontmatter block split off the start of a document.
+///
+/// The block opens with a `---` line as the very first line (after an optional byte-order
+/// mark) and closes with a `---` or `...` line. It is split off even when its YAML is
+/// invalid (then [`Frontmatter::yaml_error`] says why and no fields are set), so it is never
+/// taken for a setext heading.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Frontmatter {
+    /// `title:` as a string, if present and a scalar.
+    pub title: Option<String>,
+    /// `tags:` as a YAML list or a comma-separated string; empty when absent.
+    pub tags: Vec<String>,
+    /// Every other top-level key, with its value rendered as a string (scalars as written,
+    /// lists of scalars joined with `, `, anything else as compact YAML).
+    pub extra: BTreeMap<String, String>,
+    /// The byte range of the whole block in the source, delimiter lines included.
+    pub range: Range<usize>,
+    /// Why the YAML could not be read as a mapping, when it could not.
+    pub yaml_error: Option<String>,
+}
+
+/// Splits a leading frontmatter block off `source`. Returns it and the byte offset where
+/// the markdown body begins (0 when there is no block).
+pub(crate) fn split(source: &str) -> (Option<Frontmatter>, usize) {
+    let start = if source.starts_with('\u{FEFF}') {
+        '\u{FEFF}'.len_utf8()
+    } else {
+        0
+    };
+    let mut lines = Lines { source, pos: start };
+    let Some(first) = lines.next() else {
+        return (None, 0);
+    };
+    if first.text.trim_end_matches([' ', '\t']) != "---" {
+        return (None, 0);
+    }
+    let yaml_start = first.end;
+    for line in lines {
+        let trimmed = line.text.trim_end_matches([' ', '\t']);
+        if trimmed == "---" || trimmed == "..." {
+            let yaml = &source[yaml_start..line.start];
+            let mut frontmatter = read_yaml(yaml);
+            frontmatter.range = 0..line.end;
+            return (Some(frontmatter), line.end);
+        }
+    }
+    (None, 0)
+}
+
+/// One line of the source: its text without the line break, and where it starts and ends
+/// (the end includes the line break).
+struct Line<'a> {
+    text: &'a str,
+    start: usize,
+    end: usize,
+}
+
+struct Lines<'a> {
+    source: &'a str,
+    pos: usize,
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = Line<'a>;
+
+    fn next(&mut self) -> Option<Line<'a>> {
+        let rest = self.source.get(self.pos..)?;
+        if rest.is_empty() {
+            return None;
+        }
+        let start = self.pos;
+        let (text, len) = match rest.find('\n') {
+            Some(i) => (rest[..i].strip_suffix('\r').unwrap_or(&rest[..i]), i + 1),
+            None => (rest, rest.len()),
+        };
+        self.pos += len;
+        Some(Line {
+            text,
+            start,
+            end: self.pos,
+        })
+    }
+}
+
+fn read_yaml(yaml: &str) -> Frontmatter {
+    let mut frontmatter = Frontmatter::default();
+    if yaml.trim().is_empty() {
+        return frontmatter;
+    }
+    let mapping = match yaml_serde::from_str::<Value>(yaml) {
+        Ok(Value::Mapping(mapping)) => mapping,
+        Ok(_) => {
+            frontmatter.yaml_error = Some("frontmatter is not a YAML mapping".to_string());
+            return frontmatter;
+        }
+        Err(err) => {
+            frontmatter.yaml_error = Some(err.to_string());
+            return frontmatter;
+        }
+    };
+    for (key, value) in mapping {
+        let Some(key) = scalar(&key) else { continue };
+        match key.as_str() {
+            "title" => frontmatter.title = scalar(&value),
+            "tags" => frontmatter.tags = tags(&value),
+            _ => {
+                frontmatter.extra.insert(key, render(&value));
+            }
+        }
+    }
+    frontmatter
+}
+
+/// A scalar value as a string; `None` for null, lists and mappings.
+fn scalar(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Tagged(tagged) => scalar(&tagged.value),
+        Value::Null | Value::Sequence(_) | Value::Mapping(_) => None,
+    }
+}
+
+fn tags(value: &Value) -> Vec<String> {
+    match value {
+        Value::Sequence(items) => items
+            .iter()
+            .filter_map(scalar)
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .collect(),
+        other => scalar(other)
+            .map(|s| {
+                s.split(',')
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+fn render(value: &Value) -> String {
+    if let Some(s) = scalar(value) {
+        return s;
+    }
+    match value {
+        Value::Null => String::new(),
+        Value::Sequence(items) if items.iter().all(|i| scalar(i).is_some()) => items
+            .iter()
+            .filter_map(scalar)
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => yaml_serde::to_string(other)
+            .map(|s| s.trim_end().to_string())
+            .unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_title_tags_and_extra() {
+        let src = "---\ntitle: Hello\ntags: [a, b]\nauthor: Ann\ndraft: true\n---\n# Body\n";
+        let (fm, body) = split(src);
+        let fm = fm.unwrap();
+        assert_eq!(fm.title.as_deref(), Some("Hello"));
+        assert_eq!(fm.tags, ["a", "b"]);
+        assert_eq!(fm.extra["author"], "Ann");
+        assert_eq!(fm.extra["draft"], "true");
+        assert_eq!(&src[body..], "# Body\n");
+        assert_eq!(fm.range, 0..body);
+        assert_eq!(fm.yaml_error, None);
+    }
+
+    #[test]
+    fn tags_as_comma_string_and_dots_closer_and_crlf() {
+        let src = "---\r\ntags: x, y ,, z\r\nlist: [1, 2]\r\nmap: {k: v}\r\n...\r\nrest";
+        let (fm, body) = split(src);
+        let fm = fm.unwrap();
+        assert_eq!(fm.tags, ["x", "y", "z"]);
+        assert_eq!(fm.extra["list"], "1, 2");
+        assert_eq!(fm.extra["map"], "k: v");
+        assert_eq!(&src[body..], "rest");
+    }
+
+    #[test]
+    fn bad_yaml_is_still_split_off_without_fields() {
+        let src = "---\ntitle: [unclosed\n---\ntext\n";
+        let (fm, body) = split(src);
+        let fm = fm.unwrap();
+        assert_eq!(fm.title, None);
+        assert!(fm.yaml_error.is_some());
+        assert_eq!(&src[body..], "text\n");
+    }
+
+    #[test]
+    fn not_frontmatter_without_closer_or_when_not_first() {
+        assert_eq!(split("---\ntitle: x\n").1, 0);
+        assert!(split("\n---\ntitle: x\n---\n").0.is_none());
+        assert!(split("--- \nx: 1\n---").0.is_some());
+        assert!(split("----\nx: 1\n----\n").0.is_none());
+        assert!(split("").0.is_none());
+    }
+
+    #[test]
+    fn byte_order_mark_before_the_block() {
+        let src = "\u{FEFF}---\ntitle: B\n---\nbody";
+        let (fm, body) = split(src);
+        assert_eq!(fm.unwrap().title.as_deref(), Some("B"));
+        assert_eq!(&src[body..], "body");
+    }
+
+    #[test]
+    fn empty_block_and_non_mapping() {
+        let (fm, _) = split("---\n---\n");
+        assert_eq!(
+            fm.unwrap(),
+            Frontmatter {
+                range: 0..8,
+                ..Default::default()
+            }
+        );
+        let (fm, _) = split("---\njust text\n---\n");
+        assert!(fm.unwrap().yaml_error.is_some());
+    }
+}
