@@ -1,1 +1,2 @@
+//! The `mark-mcp` binary (the MCP server and CLI land with the sources).
 fn main() {}

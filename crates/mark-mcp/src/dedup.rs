@@ -1,0 +1,266 @@
+//! What this session already delivered, so that asking again for an
+//! unchanged slice costs one line instead of the text. Pure logic: the
+//! caller passes `now`; records expire after a TTL because clients compact
+//! their context and may have lost what they read.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Which version of a document was read: the store's version and etag.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Identity {
+    /// The version number, when the source has versions.
+    pub version: Option<String>,
+    /// The etag (SHA-256 of the stored bytes).
+    pub etag: Option<String>,
+}
+
+impl Identity {
+    /// How to name this read to the agent: `v3`, or a short etag.
+    pub fn label(&self) -> String {
+        match (&self.version, &self.etag) {
+            (Some(v), _) => format!("v{v}"),
+            (None, Some(e)) => format!("etag {}", e.get(..12).unwrap_or(e)),
+            (None, None) => "the earlier read".to_string(),
+        }
+    }
+
+    fn is_known(&self) -> bool {
+        self.version.is_some() || self.etag.is_some()
+    }
+
+    /// Whether two reads provably saw the same bytes (never without identity).
+    fn same_as(&self, other: &Identity) -> bool {
+        self.is_known() && self == other
+    }
+
+    /// Whether two reads provably saw different bytes (never without identity).
+    fn differs_from(&self, other: &Identity) -> bool {
+        self.is_known() && other.is_known() && self != other
+    }
+}
+
+/// A part of a document that can be delivered.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Slice {
+    /// The whole body.
+    Body,
+    /// One section, by anchor.
+    Section(String),
+}
+
+/// What to do with a requested slice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision<H> {
+    /// Deliver the text. `changed_from` holds the identity and snapshot of
+    /// the last delivery of this document when it has changed since.
+    Deliver {
+        /// The earlier identity and its snapshot (e.g. section hashes).
+        changed_from: Option<(Identity, H)>,
+    },
+    /// The same slice of the same version was delivered within the TTL.
+    Unchanged {
+        /// The identity the agent already has.
+        since: Identity,
+    },
+}
+
+#[derive(Debug)]
+struct DocRecord<H> {
+    last: Identity,
+    snapshot: H,
+    at: Instant,
+    slices: HashMap<Slice, (Identity, Instant)>,
+}
+
+/// The delivery log of one session. `H` is the snapshot kept per document
+/// to say what changed (section hashes in practice).
+#[derive(Debug)]
+pub struct DeliveryLog<H> {
+    docs: HashMap<String, DocRecord<H>>,
+    ttl: Duration,
+}
+
+impl<H: Clone> DeliveryLog<H> {
+    /// An empty log whose records live for `ttl`.
+    pub fn new(ttl: Duration) -> DeliveryLog<H> {
+        DeliveryLog {
+            docs: HashMap::new(),
+            ttl,
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        let ttl = self.ttl;
+        let alive = |at: Instant| now.saturating_duration_since(at) < ttl;
+        self.docs.retain(|_, doc| {
+            doc.slices.retain(|_, (_, at)| alive(*at));
+            alive(doc.at)
+        });
+    }
+
+    /// Decides whether to deliver `slice` of `path` as it is now (`current`).
+    /// `force` always delivers (with the change note when there is one).
+    pub fn check(
+        &mut self,
+        path: &str,
+        slice: &Slice,
+        current: &Identity,
+        force: bool,
+        now: Instant,
+    ) -> Decision<H> {
+        self.expire(now);
+        let Some(doc) = self.docs.get(path) else {
+            return Decision::Deliver { changed_from: None };
+        };
+        if !force
+            && let Some((seen, _)) = doc.slices.get(slice)
+            && seen.same_as(current)
+        {
+            return Decision::Unchanged {
+                since: seen.clone(),
+            };
+        }
+        let changed_from = doc
+            .last
+            .differs_from(current)
+            .then(|| (doc.last.clone(), doc.snapshot.clone()));
+        Decision::Deliver { changed_from }
+    }
+
+    /// Records that the agent now has `current` of `path`: the `slice` when
+    /// text was delivered, or only the document's identity (`None`) when it
+    /// saw an outline (outlines are never deduplicated, but the change was
+    /// reported).
+    pub fn record(
+        &mut self,
+        path: &str,
+        slice: Option<Slice>,
+        current: &Identity,
+        snapshot: H,
+        now: Instant,
+    ) {
+        self.expire(now);
+        let doc = self
+            .docs
+            .entry(path.to_string())
+            .or_insert_with(|| DocRecord {
+                last: current.clone(),
+                snapshot: snapshot.clone(),
+                at: now,
+                slices: HashMap::new(),
+            });
+        doc.last = current.clone();
+        doc.snapshot = snapshot;
+        doc.at = now;
+        if let Some(slice) = slice {
+            doc.slices.insert(slice, (current.clone(), now));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(v: &str) -> Identity {
+        Identity {
+            version: Some(v.into()),
+            etag: Some(format!("etag{v}")),
+        }
+    }
+
+    const TTL: Duration = Duration::from_secs(1800);
+
+    #[test]
+    fn second_read_of_the_same_slice_is_unchanged() {
+        let t0 = Instant::now();
+        let mut log = DeliveryLog::new(TTL);
+        assert_eq!(
+            log.check("/a.md", &Slice::Body, &id("3"), false, t0),
+            Decision::Deliver { changed_from: None }
+        );
+        log.record("/a.md", Some(Slice::Body), &id("3"), "h3", t0);
+        assert_eq!(
+            log.check("/a.md", &Slice::Body, &id("3"), false, t0),
+            Decision::Unchanged { since: id("3") }
+        );
+        assert_eq!(id("3").label(), "v3");
+    }
+
+    #[test]
+    fn force_delivers_and_other_slices_still_come() {
+        let t0 = Instant::now();
+        let mut log = DeliveryLog::new(TTL);
+        log.record("/a.md", Some(Slice::Body), &id("3"), "h3", t0);
+        assert_eq!(
+            log.check("/a.md", &Slice::Body, &id("3"), true, t0),
+            Decision::Deliver { changed_from: None }
+        );
+        let sec = Slice::Section("intro".into());
+        assert_eq!(
+            log.check("/a.md", &sec, &id("3"), false, t0),
+            Decision::Deliver { changed_from: None }
+        );
+    }
+
+    #[test]
+    fn a_changed_document_reports_the_earlier_identity_once() {
+        let t0 = Instant::now();
+        let mut log = DeliveryLog::new(TTL);
+        log.record("/a.md", Some(Slice::Body), &id("3"), "h3", t0);
+        assert_eq!(
+            log.check("/a.md", &Slice::Body, &id("5"), false, t0),
+            Decision::Deliver {
+                changed_from: Some((id("3"), "h3"))
+            }
+        );
+        log.record("/a.md", Some(Slice::Body), &id("5"), "h5", t0);
+        assert_eq!(
+            log.check("/a.md", &Slice::Body, &id("5"), false, t0),
+            Decision::Unchanged { since: id("5") }
+        );
+        // A section last read at v3: delivered, the change was already reported.
+        let sec = Slice::Section("intro".into());
+        assert_eq!(
+            log.check("/a.md", &sec, &id("5"), false, t0),
+            Decision::Deliver { changed_from: None }
+        );
+    }
+
+    #[test]
+    fn an_outline_view_records_the_identity_but_no_slice() {
+        let t0 = Instant::now();
+        let mut log = DeliveryLog::new(TTL);
+        log.record("/a.md", None, &id("1"), "h1", t0);
+        assert_eq!(
+            log.check("/a.md", &Slice::Body, &id("1"), false, t0),
+            Decision::Deliver { changed_from: None }
+        );
+    }
+
+    #[test]
+    fn records_expire_after_the_ttl() {
+        let t0 = Instant::now();
+        let mut log = DeliveryLog::new(TTL);
+        log.record("/a.md", Some(Slice::Body), &id("3"), "h3", t0);
+        let later = t0 + TTL;
+        assert_eq!(
+            log.check("/a.md", &Slice::Body, &id("3"), false, later),
+            Decision::Deliver { changed_from: None }
+        );
+        assert!(log.docs.is_empty());
+    }
+
+    #[test]
+    fn without_identity_nothing_is_unchanged() {
+        let t0 = Instant::now();
+        let mut log = DeliveryLog::new(TTL);
+        let none = Identity::default();
+        log.record("/a.md", Some(Slice::Body), &none, (), t0);
+        assert_eq!(
+            log.check("/a.md", &Slice::Body, &none, false, t0),
+            Decision::Deliver { changed_from: None }
+        );
+    }
+}

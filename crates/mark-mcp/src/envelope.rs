@@ -1,0 +1,210 @@
+//! The one result shape every tool and CLI verb returns: `key: value` lines
+//! (`status` first, `note` last), a blank line, then the text. Plain text so
+//! an agent reads it with no JSON to unpack; `--json` gives the same fields
+//! as an object for machines.
+
+use serde_json::{Map, Value};
+
+/// The order in which known keys are written; unknown keys follow them, and
+/// `note` always comes last (it is the line an agent must not miss).
+const KEY_ORDER: [&str; 6] = ["version", "title", "mode", "section", "size", "page"];
+
+/// A tool result: status, ordered metadata, text, and whether it is an error
+/// the agent must see (`isError: true` in MCP, exit code 1 on the CLI).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolText {
+    /// `ok`, `unchanged`, `not-found`, `conflict`, `error`, …
+    pub status: String,
+    /// Metadata lines other than `status`, in writing order.
+    pub fields: Vec<(String, String)>,
+    /// The text after the blank line (may be empty).
+    pub text: String,
+    /// Whether this is a tool error.
+    pub is_error: bool,
+}
+
+impl ToolText {
+    /// A result with a status and nothing else.
+    pub fn new(status: impl Into<String>) -> ToolText {
+        ToolText {
+            status: status.into(),
+            fields: Vec::new(),
+            text: String::new(),
+            is_error: false,
+        }
+    }
+
+    /// A tool error: one sentence saying what went wrong and what to do.
+    pub fn error(sentence: impl Into<String>) -> ToolText {
+        ToolText::new("error").with_text(sentence).as_error()
+    }
+
+    /// Marks the result as a tool error.
+    pub fn as_error(mut self) -> ToolText {
+        self.is_error = true;
+        self
+    }
+
+    /// Adds (or replaces) a metadata line.
+    pub fn with(mut self, key: &str, value: impl Into<String>) -> ToolText {
+        let value = value.into();
+        match self.fields.iter_mut().find(|(k, _)| k == key) {
+            Some(entry) => entry.1 = value,
+            None => self.fields.push((key.to_string(), value)),
+        }
+        self
+    }
+
+    /// Adds a metadata line when the value is present.
+    pub fn with_opt(self, key: &str, value: Option<impl Into<String>>) -> ToolText {
+        match value {
+            Some(v) => self.with(key, v),
+            None => self,
+        }
+    }
+
+    /// Adds `size: N bytes, ~T tok` for `text`.
+    pub fn with_size_of(self, text: &str) -> ToolText {
+        let line = size_line(text);
+        self.with("size", line)
+    }
+
+    /// Sets the text.
+    pub fn with_text(mut self, text: impl Into<String>) -> ToolText {
+        self.text = text.into();
+        self
+    }
+
+    /// A metadata value by key (`status` included).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        if key == "status" {
+            return Some(&self.status);
+        }
+        self.fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn ordered_fields(&self) -> Vec<&(String, String)> {
+        let rank = |k: &str| match k {
+            "note" => KEY_ORDER.len() + 1,
+            k => KEY_ORDER
+                .iter()
+                .position(|o| *o == k)
+                .unwrap_or(KEY_ORDER.len()),
+        };
+        let mut fields: Vec<_> = self.fields.iter().collect();
+        fields.sort_by_key(|(k, _)| rank(k));
+        fields
+    }
+
+    /// The plain-text form: metadata lines, a blank line, the text.
+    pub fn render(&self) -> String {
+        let mut out = format!("status: {}\n", self.status);
+        for (k, v) in self.ordered_fields() {
+            out.push_str(k);
+            out.push_str(": ");
+            out.push_str(v);
+            out.push('\n');
+        }
+        if !self.text.is_empty() {
+            out.push('\n');
+            out.push_str(&self.text);
+            if !self.text.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// The `--json` form: one object with the metadata fields and `text`.
+    pub fn to_json(&self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("status".into(), Value::String(self.status.clone()));
+        for (k, v) in self.ordered_fields() {
+            obj.insert(k.clone(), Value::String(v.clone()));
+        }
+        obj.insert("text".into(), Value::String(self.text.clone()));
+        if self.is_error {
+            obj.insert("is_error".into(), Value::Bool(true));
+        }
+        Value::Object(obj)
+    }
+}
+
+/// `N bytes, ~T tok` (tokens estimated by markdown-slice).
+pub fn size_line(text: &str) -> String {
+    format!(
+        "{} bytes, ~{} tok",
+        text.len(),
+        markdown_slice::estimate_tokens(text)
+    )
+}
+
+/// Keeps whole lines while they fit in `max_bytes` and `max_lines`, and
+/// names what it left out (`+N more lines`).
+pub fn bounded_lines<'a>(
+    lines: impl IntoIterator<Item = &'a str>,
+    max_bytes: usize,
+    max_lines: usize,
+    what: &str,
+) -> String {
+    let mut out = String::new();
+    let mut kept = 0usize;
+    let mut left = 0usize;
+    for line in lines {
+        if left == 0 && kept < max_lines && out.len() + line.len() < max_bytes {
+            out.push_str(line);
+            out.push('\n');
+            kept += 1;
+        } else {
+            left += 1;
+        }
+    }
+    if left > 0 {
+        out.push_str(&format!("+{left} more {what}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_first_note_last_blank_line_before_text() {
+        let t = ToolText::new("ok")
+            .with("note", "changed")
+            .with("mode", "full")
+            .with("version", "3")
+            .with_text("# Doc\n");
+        assert_eq!(
+            t.render(),
+            "status: ok\nversion: 3\nmode: full\nnote: changed\n\n# Doc\n"
+        );
+    }
+
+    #[test]
+    fn json_carries_the_same_fields() {
+        let t = ToolText::error("section #x not found in /a.md; nearest: y");
+        let j = t.to_json();
+        assert_eq!(j["status"], "error");
+        assert_eq!(j["text"], "section #x not found in /a.md; nearest: y");
+        assert_eq!(j["is_error"], true);
+    }
+
+    #[test]
+    fn bounded_lines_names_what_is_left_out() {
+        let lines = ["a", "b", "c", "d"];
+        assert_eq!(
+            bounded_lines(lines, 1000, 2, "entries"),
+            "a\nb\n+2 more entries\n"
+        );
+        assert_eq!(bounded_lines(lines, 1000, 10, "entries"), "a\nb\nc\nd\n");
+        assert_eq!(
+            bounded_lines(["xxxx", "y"], 3, 10, "rows"),
+            "+2 more rows\n"
+        );
+    }
+}

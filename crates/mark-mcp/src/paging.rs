@@ -1,0 +1,158 @@
+//! Cutting a long text into pages at heading or paragraph boundaries, and
+//! the opaque cursor that names a page of one version of a document.
+
+use std::ops::Range;
+
+/// Cuts `text` into consecutive ranges of at most `max` bytes. Each cut is
+/// made, by preference, at one of `headings` (byte offsets of heading lines
+/// in `text`), else at a blank line, else at a line end, else at a char
+/// boundary; a preferred cut is only taken in the second half of a page so
+/// pages stay reasonably full.
+pub fn page_ranges(text: &str, headings: &[usize], max: usize) -> Vec<Range<usize>> {
+    let max = max.max(64);
+    let mut pages = Vec::new();
+    let mut start = 0;
+    while text.len() - start > max {
+        let limit = floor_char_boundary(text, start + max);
+        let half = start + max / 2;
+        let window = &text[start..limit];
+        let cut = headings
+            .iter()
+            .copied()
+            .filter(|&h| h > half && h <= limit)
+            .max()
+            .or_else(|| {
+                window
+                    .rfind("\n\n")
+                    .map(|i| start + i + 2)
+                    .filter(|&c| c > half)
+            })
+            .or_else(|| {
+                window
+                    .rfind('\n')
+                    .map(|i| start + i + 1)
+                    .filter(|&c| c > start)
+            })
+            .unwrap_or(limit);
+        let cut = if cut <= start {
+            limit.max(start + 1)
+        } else {
+            cut
+        };
+        pages.push(start..cut);
+        start = cut;
+    }
+    pages.push(start..text.len());
+    pages
+}
+
+fn floor_char_boundary(text: &str, mut i: usize) -> usize {
+    if i >= text.len() {
+        return text.len();
+    }
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// A page request: which page (1-based) of which version (etag prefix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    /// 1-based page number.
+    pub page: usize,
+    /// The first 12 hex digits of the etag the pages were cut from.
+    pub etag: String,
+}
+
+impl Cursor {
+    /// The cursor for `page` of the document with `etag`.
+    pub fn new(page: usize, etag: Option<&str>) -> Cursor {
+        let etag = etag
+            .map(|e| e.get(..12).unwrap_or(e))
+            .unwrap_or("")
+            .to_string();
+        Cursor { page, etag }
+    }
+
+    /// Reads a cursor written by [`Cursor::encode`].
+    pub fn parse(s: &str) -> Option<Cursor> {
+        let (page, etag) = s.trim().strip_prefix('p')?.split_once('.')?;
+        let page = page.parse().ok().filter(|&p| p >= 1)?;
+        Some(Cursor {
+            page,
+            etag: etag.to_string(),
+        })
+    }
+
+    /// The opaque string given to the agent.
+    pub fn encode(&self) -> String {
+        format!("p{}.{}", self.page, self.etag)
+    }
+
+    /// Whether this cursor was cut from the document with `etag`.
+    pub fn matches(&self, etag: Option<&str>) -> bool {
+        Cursor::new(self.page, etag).etag == self.etag
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_cover(text: &str, pages: &[Range<usize>], max: usize) {
+        assert_eq!(pages.first().map(|r| r.start), Some(0));
+        assert_eq!(pages.last().map(|r| r.end), Some(text.len()));
+        for w in pages.windows(2) {
+            assert_eq!(w[0].end, w[1].start);
+        }
+        for p in pages {
+            assert!(p.len() <= max.max(64), "{p:?}");
+            assert!(text.is_char_boundary(p.start) && text.is_char_boundary(p.end));
+        }
+    }
+
+    #[test]
+    fn cuts_at_headings_first() {
+        let text = format!(
+            "# A\n{}\n## B\n{}\n## C\n{}\n",
+            "a".repeat(60),
+            "b".repeat(60),
+            "c".repeat(60)
+        );
+        let b = text.find("## B").unwrap_or(0);
+        let c = text.find("## C").unwrap_or(0);
+        let pages = page_ranges(&text, &[0, b, c], 100);
+        check_cover(&text, &pages, 100);
+        assert_eq!(pages[0], 0..b);
+        assert_eq!(pages[1].start, b);
+    }
+
+    #[test]
+    fn falls_back_to_paragraphs_then_chars() {
+        let text = format!("{}\n\n{}", "x".repeat(70), "y".repeat(70));
+        let pages = page_ranges(&text, &[], 100);
+        check_cover(&text, &pages, 100);
+        assert_eq!(&text[pages[1].clone()], "y".repeat(70));
+        let one_line = "é".repeat(200);
+        let pages = page_ranges(&one_line, &[], 101);
+        check_cover(&one_line, &pages, 101);
+        assert_eq!(pages.len(), 4);
+    }
+
+    #[test]
+    fn short_text_is_one_page() {
+        assert_eq!(page_ranges("short", &[], 100), vec![0..5]);
+    }
+
+    #[test]
+    fn cursor_round_trips_and_checks_the_version() {
+        let c = Cursor::new(2, Some("0123456789abcdef"));
+        assert_eq!(c.encode(), "p2.0123456789ab");
+        assert_eq!(Cursor::parse(&c.encode()), Some(c.clone()));
+        assert!(c.matches(Some("0123456789abffff")));
+        assert!(!c.matches(Some("ffff")));
+        assert_eq!(Cursor::parse("p0.x"), None);
+        assert_eq!(Cursor::parse("junk"), None);
+    }
+}
