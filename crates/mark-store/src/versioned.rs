@@ -1,0 +1,454 @@
+//! The versioned store on disk: append-only version files, the link to the
+//! newest one and the archive marker. See the crate README for the layout.
+//!
+//! For a document `name` in folder `D`:
+//! - `D/versions/name.v<N>`: version N, a store frontmatter (`version`,
+//!   `previous-hash` from v2 on, `modified`) then the content verbatim;
+//! - `D/name`: a relative symlink to `versions/name.v<N>` of the newest N;
+//! - `D/versions/name.archived`: present when archived, naming the version
+//!   it archived (`version: N`).
+//!
+//! A version file appears under its final name only complete and synced: it
+//! is written to a hidden temp file (created with `create_new`), fsynced, and
+//! then hard-linked to `name.v<N>`; `link(2)` refuses an existing name, so
+//! two writers can never both own N and a version is never overwritten.
+
+use sha2::{Digest, Sha256};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The store's folder of version files, beside the documents.
+pub(crate) const VERSIONS_DIR: &str = "versions";
+const ARCHIVED_SUFFIX: &str = ".archived";
+
+/// SHA-256 of `bytes` as 64 lowercase hex digits.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The parsed store frontmatter of a version file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Header {
+    /// `version: N`.
+    pub version: u64,
+    /// `previous-hash: sha256-<hex>` (v2 on).
+    pub previous_hash: Option<String>,
+    /// `modified`, Unix seconds, when recorded.
+    pub modified: Option<i64>,
+    /// Byte offset where the content starts.
+    pub body_start: usize,
+}
+
+/// Writes a version file: store frontmatter, then `content` verbatim.
+pub(crate) fn encode_version(version: u64, previous: Option<&[u8]>, modified: i64, content: &[u8]) -> Vec<u8> {
+    let mut out = format!("---\nversion: {version}\n");
+    if let Some(prev) = previous {
+        out.push_str(&format!("previous-hash: sha256-{}\n", sha256_hex(prev)));
+    }
+    out.push_str(&format!("modified: {}\n---\n", crate::clock::format_rfc3339(modified)));
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(content);
+    bytes
+}
+
+/// Parses the store frontmatter at the start of a version file.
+pub(crate) fn parse_header(bytes: &[u8]) -> Result<Header, String> {
+    let rest = bytes
+        .strip_prefix(b"---\n")
+        .ok_or_else(|| "it does not start with a store frontmatter".to_string())?;
+    let mut pos = 0;
+    let mut header = Header { version: 0, previous_hash: None, modified: None, body_start: 0 };
+    let mut saw_version = false;
+    loop {
+        let end = rest[pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| "its store frontmatter is not closed".to_string())?;
+        let line = std::str::from_utf8(&rest[pos..pos + end]).map_err(|_| "its store frontmatter is not UTF-8".to_string())?;
+        pos += end + 1;
+        if line == "---" {
+            break;
+        }
+        let (key, value) = line.split_once(':').ok_or_else(|| format!("store frontmatter line `{line}` is not `key: value`"))?;
+        let value = value.trim().trim_matches('"');
+        match key.trim() {
+            "version" => {
+                header.version = value.parse().map_err(|_| format!("`version: {value}` is not a number"))?;
+                saw_version = true;
+            }
+            "previous-hash" => header.previous_hash = Some(value.to_string()),
+            "modified" => header.modified = crate::clock::parse_rfc3339(value),
+            // Unknown keys are kept by older or newer writers; ignore them.
+            _ => {}
+        }
+    }
+    if !saw_version {
+        return Err("its store frontmatter has no `version`".to_string());
+    }
+    header.body_start = 4 + pos;
+    Ok(header)
+}
+
+/// `name.v<N>`.
+pub(crate) fn version_file_name(name: &str, n: u64) -> String {
+    format!("{name}.v{n}")
+}
+
+/// Splits a versions-folder entry `name.v<N>` into `(name, N)`.
+pub(crate) fn split_version_file_name(file: &str) -> Option<(&str, u64)> {
+    if file.starts_with('.') {
+        return None;
+    }
+    let (name, digits) = file.rsplit_once(".v")?;
+    if name.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.starts_with('0') {
+        return None;
+    }
+    Some((name, digits.parse().ok()?))
+}
+
+/// What a versions folder holds, per document name: the highest version and
+/// the archived marker's version. One `read_dir`, so LIST and the catalog
+/// cost one directory read per folder.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct FolderIndex {
+    /// `(name, highest version, archived version)`, sorted by name.
+    pub docs: Vec<(String, u64, Option<u64>)>,
+}
+
+impl FolderIndex {
+    /// Reads `vdir`; a missing folder is empty.
+    pub(crate) fn read(vdir: &Path) -> io::Result<FolderIndex> {
+        let mut highest: std::collections::BTreeMap<String, (u64, Option<u64>)> = Default::default();
+        let entries = match fs::read_dir(vdir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(FolderIndex::default()),
+            Err(e) => return Err(e),
+        };
+        let mut markers = Vec::new();
+        for entry in entries {
+            let entry = entry?;
+            let Ok(file) = entry.file_name().into_string() else { continue };
+            if let Some((name, n)) = split_version_file_name(&file) {
+                let slot = highest.entry(name.to_string()).or_default();
+                slot.0 = slot.0.max(n);
+            } else if let Some(name) = file.strip_suffix(ARCHIVED_SUFFIX).filter(|n| !n.is_empty() && !file.starts_with('.')) {
+                markers.push(name.to_string());
+            }
+        }
+        for name in markers {
+            if let Some(slot) = highest.get_mut(&name) {
+                slot.1 = archived_version(vdir, &name)?;
+            }
+        }
+        Ok(FolderIndex { docs: highest.into_iter().map(|(name, (n, a))| (name, n, a)).collect() })
+    }
+}
+
+/// The newest version number of `name`, or `None` when it has none. The
+/// link names a candidate; numbers above it are probed because a crash can
+/// leave the link one step behind. Without a usable link the folder is read.
+pub(crate) fn current_version(vdir: &Path, doc_link: &Path, name: &str) -> io::Result<Option<u64>> {
+    let hint = fs::read_link(doc_link)
+        .ok()
+        .and_then(|target| target.file_name().and_then(|f| f.to_str()).and_then(|f| split_version_file_name(f).filter(|(n, _)| *n == name).map(|(_, v)| v)));
+    let Some(mut n) = hint.filter(|n| vdir.join(version_file_name(name, *n)).is_file()) else {
+        let index = FolderIndex::read(vdir)?;
+        return Ok(index.docs.iter().find(|(n, _, _)| n == name).map(|(_, v, _)| *v));
+    };
+    while vdir.join(version_file_name(name, n + 1)).is_file() {
+        n += 1;
+    }
+    Ok(Some(n))
+}
+
+/// Every version number present for `name`, ascending.
+pub(crate) fn all_versions(vdir: &Path, name: &str) -> io::Result<Vec<u64>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(vdir)? {
+        let entry = entry?;
+        if let Some((n, v)) = entry.file_name().to_str().and_then(split_version_file_name)
+            && n == name
+        {
+            out.push(v);
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// Reads one version file; `None` when it does not exist. Symlinks are
+/// refused: a strict store only serves files it wrote.
+pub(crate) fn read_version(vdir: &Path, name: &str, n: u64) -> io::Result<Option<Vec<u8>>> {
+    let path = vdir.join(version_file_name(name, n));
+    match fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_file() => fs::read(&path).map(Some),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// A hidden, unique temp name in `dir` for this process.
+fn temp_path(dir: &Path, stem: &str) -> PathBuf {
+    let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!(".{stem}.{}.{seq}.tmp", std::process::id()))
+}
+
+/// Writes version `n` of `name` exclusively. `Ok(false)` when `n` already
+/// exists (another writer won it); the file is then left untouched.
+pub(crate) fn write_version(vdir: &Path, name: &str, n: u64, file_bytes: &[u8]) -> io::Result<bool> {
+    fs::create_dir_all(vdir)?;
+    let final_path = vdir.join(version_file_name(name, n));
+    let temp = temp_path(vdir, &version_file_name(name, n));
+    let result = (|| {
+        let mut f = OpenOptions::new().write(true).create_new(true).open(&temp)?;
+        f.write_all(file_bytes)?;
+        f.sync_all()?;
+        drop(f);
+        match fs::hard_link(&temp, &final_path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e),
+        }
+    })();
+    // The temp name is ours alone; remove it whatever happened.
+    let _ = fs::remove_file(&temp);
+    if result.as_ref().is_ok_and(|won| *won) {
+        sync_dir(vdir)?;
+    }
+    result
+}
+
+/// Points `doc_link` at `versions/name.v<N>` atomically (temp link + rename).
+pub(crate) fn switch_link(doc_link: &Path, name: &str, n: u64) -> io::Result<()> {
+    let dir = doc_link.parent().ok_or_else(|| io::Error::other("a document link has no parent folder"))?;
+    let target = Path::new(VERSIONS_DIR).join(version_file_name(name, n));
+    if fs::read_link(doc_link).is_ok_and(|t| t == target) {
+        return Ok(());
+    }
+    let temp = temp_path(dir, name);
+    make_symlink(&target, &temp)?;
+    if let Err(e) = fs::rename(&temp, doc_link) {
+        let _ = fs::remove_file(&temp);
+        return Err(e);
+    }
+    sync_dir(dir)
+}
+
+#[cfg(unix)]
+fn make_symlink(target: &Path, link: &Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+/// Without Unix symlinks the link is only a convenience: a plain copy of
+/// the version file's path text. Reads never depend on it.
+#[cfg(not(unix))]
+fn make_symlink(target: &Path, link: &Path) -> io::Result<()> {
+    fs::write(link, target.to_string_lossy().as_bytes())
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+/// The version the archive marker of `name` names, if there is one.
+pub(crate) fn archived_version(vdir: &Path, name: &str) -> io::Result<Option<u64>> {
+    match fs::read_to_string(vdir.join(format!("{name}{ARCHIVED_SUFFIX}"))) {
+        Ok(text) => Ok(text
+            .lines()
+            .find_map(|l| l.strip_prefix("version:"))
+            .and_then(|v| v.trim().trim_matches('"').parse().ok())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes the archive marker naming version `n` (temp file + rename).
+pub(crate) fn set_archived(vdir: &Path, name: &str, n: u64, now: i64) -> io::Result<()> {
+    let temp = temp_path(vdir, name);
+    let mut f = OpenOptions::new().write(true).create_new(true).open(&temp)?;
+    let written = f
+        .write_all(format!("version: {n}\narchived: {}\n", crate::clock::format_rfc3339(now)).as_bytes())
+        .and_then(|()| f.sync_all())
+        .and_then(|()| fs::rename(&temp, vdir.join(format!("{name}{ARCHIVED_SUFFIX}"))));
+    if written.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    written?;
+    sync_dir(vdir)
+}
+
+/// Removes the archive marker of `name`, if any.
+pub(crate) fn clear_archived(vdir: &Path, name: &str) -> io::Result<()> {
+    match fs::remove_file(vdir.join(format!("{name}{ARCHIVED_SUFFIX}"))) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => sync_dir(vdir),
+    }
+}
+
+/// The outcome of checking a document's chain of versions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct History {
+    /// `(version, modified)` ascending; modified from the frontmatter, else
+    /// the file's mtime.
+    pub versions: Vec<(u64, i64)>,
+    /// The first break found, if any.
+    pub chain_error: Option<String>,
+}
+
+/// Reads every version of `name` and recomputes each `previous-hash`.
+pub(crate) fn history(vdir: &Path, name: &str) -> io::Result<History> {
+    let numbers = all_versions(vdir, name)?;
+    let mut versions = Vec::with_capacity(numbers.len());
+    let mut chain_error = None;
+    let mut previous: Option<Vec<u8>> = None;
+    let mut expected = 1;
+    for n in numbers {
+        let note = |e: &mut Option<String>, msg: String| {
+            if e.is_none() {
+                *e = Some(msg);
+            }
+        };
+        if n != expected {
+            note(&mut chain_error, format!("v{expected} is missing"));
+        }
+        expected = n + 1;
+        let Some(bytes) = read_version(vdir, name, n)? else {
+            note(&mut chain_error, format!("v{n} is not a regular file"));
+            previous = None;
+            continue;
+        };
+        let mtime = fs::metadata(vdir.join(version_file_name(name, n))).and_then(|m| m.modified()).map(crate::clock::unix_seconds).unwrap_or(0);
+        match parse_header(&bytes) {
+            Err(why) => note(&mut chain_error, format!("v{n} is unreadable: {why}")),
+            Ok(h) => {
+                if h.version != n {
+                    note(&mut chain_error, format!("v{n} says it is version {}", h.version));
+                }
+                let want = previous.as_deref().map(|p| format!("sha256-{}", sha256_hex(p)));
+                match (n, &h.previous_hash, &want) {
+                    (1, Some(_), _) => note(&mut chain_error, "v1 has a previous-hash".to_string()),
+                    (1, None, _) => {}
+                    (_, None, _) => note(&mut chain_error, format!("v{n} has no previous-hash")),
+                    (_, Some(got), Some(want)) if got != want => {
+                        note(&mut chain_error, format!("v{n}'s previous-hash does not match v{}", n - 1))
+                    }
+                    _ => {}
+                }
+                versions.push((n, h.modified.unwrap_or(mtime)));
+                previous = Some(bytes);
+                continue;
+            }
+        }
+        versions.push((n, mtime));
+        previous = Some(bytes);
+    }
+    Ok(History { versions, chain_error })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trip_keeps_content_verbatim() {
+        let content = b"---\ntitle: Mine\n---\n# Doc\n";
+        let v1 = encode_version(1, None, 0, content);
+        let h = parse_header(&v1).unwrap();
+        assert_eq!((h.version, h.previous_hash.as_deref(), h.modified), (1, None, Some(0)));
+        assert_eq!(&v1[h.body_start..], content);
+        let v2 = encode_version(2, Some(&v1), 60, b"x");
+        let h2 = parse_header(&v2).unwrap();
+        assert_eq!(h2.previous_hash, Some(format!("sha256-{}", sha256_hex(&v1))));
+        assert_eq!(&v2[h2.body_start..], b"x");
+    }
+
+    #[test]
+    fn header_errors_are_reported() {
+        assert!(parse_header(b"# no header").is_err());
+        assert!(parse_header(b"---\nversion: 1\n").is_err());
+        assert!(parse_header(b"---\nmodified: x\n---\n").is_err());
+        assert!(parse_header(b"---\nversion: one\n---\n").is_err());
+    }
+
+    #[test]
+    fn version_file_names() {
+        assert_eq!(split_version_file_name("doc.md.v12"), Some(("doc.md", 12)));
+        assert_eq!(split_version_file_name("x.v1.v2"), Some(("x.v1", 2)));
+        assert_eq!(split_version_file_name("doc.md.v"), None);
+        assert_eq!(split_version_file_name("doc.md.v01"), None);
+        assert_eq!(split_version_file_name(".doc.md.v1.1.2.tmp"), None);
+        assert_eq!(split_version_file_name("doc.md.archived"), None);
+    }
+
+    #[test]
+    fn exclusive_write_never_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let vdir = dir.path().join(VERSIONS_DIR);
+        assert!(write_version(&vdir, "a.md", 1, b"first").unwrap());
+        assert!(!write_version(&vdir, "a.md", 1, b"second").unwrap());
+        assert_eq!(read_version(&vdir, "a.md", 1).unwrap().unwrap(), b"first");
+        // No temp files are left behind.
+        assert_eq!(fs::read_dir(&vdir).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn current_version_probes_past_a_stale_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let vdir = dir.path().join(VERSIONS_DIR);
+        let link = dir.path().join("a.md");
+        assert_eq!(current_version(&vdir, &link, "a.md").unwrap(), None);
+        write_version(&vdir, "a.md", 1, b"1").unwrap();
+        assert_eq!(current_version(&vdir, &link, "a.md").unwrap(), Some(1));
+        switch_link(&link, "a.md", 1).unwrap();
+        write_version(&vdir, "a.md", 2, b"2").unwrap();
+        assert_eq!(current_version(&vdir, &link, "a.md").unwrap(), Some(2));
+        switch_link(&link, "a.md", 2).unwrap();
+        assert_eq!(fs::read(&link).unwrap(), b"2");
+    }
+
+    #[test]
+    fn archive_marker_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let vdir = dir.path().join(VERSIONS_DIR);
+        write_version(&vdir, "a.md", 1, b"1").unwrap();
+        assert_eq!(archived_version(&vdir, "a.md").unwrap(), None);
+        set_archived(&vdir, "a.md", 1, 0).unwrap();
+        assert_eq!(archived_version(&vdir, "a.md").unwrap(), Some(1));
+        let index = FolderIndex::read(&vdir).unwrap();
+        assert_eq!(index.docs, vec![("a.md".to_string(), 1, Some(1))]);
+        clear_archived(&vdir, "a.md").unwrap();
+        assert_eq!(archived_version(&vdir, "a.md").unwrap(), None);
+    }
+
+    #[test]
+    fn history_finds_gaps_and_tampering() {
+        let dir = tempfile::tempdir().unwrap();
+        let vdir = dir.path().join(VERSIONS_DIR);
+        let v1 = encode_version(1, None, 10, b"one");
+        let v2 = encode_version(2, Some(&v1), 20, b"two");
+        write_version(&vdir, "a.md", 1, &v1).unwrap();
+        write_version(&vdir, "a.md", 2, &v2).unwrap();
+        let h = history(&vdir, "a.md").unwrap();
+        assert_eq!(h.versions, vec![(1, 10), (2, 20)]);
+        assert_eq!(h.chain_error, None);
+        fs::write(vdir.join("a.md.v1"), encode_version(1, None, 10, b"ONE")).unwrap();
+        let h = history(&vdir, "a.md").unwrap();
+        assert_eq!(h.chain_error.as_deref(), Some("v2's previous-hash does not match v1"));
+        let v4 = encode_version(4, Some(&v2), 40, b"four");
+        write_version(&vdir, "b.md", 1, &encode_version(1, None, 1, b"b")).unwrap();
+        write_version(&vdir, "b.md", 3, &v4).unwrap();
+        let h = history(&vdir, "b.md").unwrap();
+        assert_eq!(h.chain_error.as_deref(), Some("v2 is missing"));
+    }
+}
