@@ -10,8 +10,10 @@
 //!   the link text (one line, at most [`MAX_LINK_TEXT_BYTES`]), and the target document with
 //!   its fragment, or an external URL. External links are outbound only; images and links
 //!   from a document to itself are not edges.
-//! - [`LinkGraph::update`] replaces a document's edges when its etag changed and is a no-op
-//!   otherwise; the backlink index follows.
+//! - [`LinkGraph::index_document`] takes a markdown-slice [`Document`](markdown_slice::Document)
+//!   (edges from [`document_edges`]); [`LinkGraph::update`] takes edges made elsewhere. Either
+//!   replaces a document's edges when its etag changed and is a no-op otherwise; the backlink
+//!   index follows.
 //! - [`CrawlPlan`] decides which LIST and FETCH come next within bounds on documents, bytes,
 //!   time and requests in flight; the driver does the I/O (the way quinn-proto leaves sockets
 //!   to quinn).
@@ -22,6 +24,7 @@
 mod coverage;
 mod crawl;
 mod error;
+mod extract;
 mod graph;
 mod paths;
 mod text;
@@ -29,6 +32,7 @@ mod text;
 pub use coverage::Coverage;
 pub use crawl::{CrawlLimits, CrawlOutcome, CrawlPlan, CrawlStep, ListEntry, StopReason};
 pub use error::{GraphError, PlanError};
+pub use extract::document_edges;
 pub use graph::{Backlink, Edge, LinkGraph, LinkTarget, OutboundLink, UpdateOutcome};
 pub use paths::check_canonical;
 pub use text::{MAX_LINK_TEXT_BYTES, MAX_TITLE_BYTES};
