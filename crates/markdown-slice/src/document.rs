@@ -545,4 +545,108 @@ mod tests {
         let range = doc.first_paragraph_range().unwrap();
         assert_eq!(&src[range], "The module does things.\nSecond line.");
     }
+
+    #[test]
+    fn links_of_every_kind_with_text_dest_fragment_and_range() {
+        let src = "# Links\n\
+            See [the *fs* docs](fs.md#fs_readfile \"t\") and [errors][err], [Buffer][] or [stream].\n\
+            Auto <https://nodejs.org/x#y>, mail <a@b.org>, ![logo](img/logo.png).\n\
+            Wiki [[Page]], [[Other Page|shown text]], [[Page#Part]].\n\
+            [![badge](b.svg)](https://ci)\n\
+            `[not](a link)` and `[[not wiki]]`\n\n\
+            ```\n[no](x.md)\n```\n\n\
+            [err]: errors.md#err_invalid_arg_type\n\
+            [Buffer]: buffer.md\n\
+            [stream]: <stream.md#a%20b>\n";
+        let doc = Document::parse(src);
+        let got: Vec<_> = doc
+            .links()
+            .iter()
+            .map(|l| {
+                (
+                    l.kind,
+                    l.is_image,
+                    l.text.as_str(),
+                    l.dest.as_str(),
+                    l.fragment.as_deref(),
+                )
+            })
+            .collect();
+        use LinkKind::*;
+        assert_eq!(
+            got,
+            [
+                (
+                    Inline,
+                    false,
+                    "the fs docs",
+                    "fs.md#fs_readfile",
+                    Some("fs_readfile")
+                ),
+                (
+                    Reference,
+                    false,
+                    "errors",
+                    "errors.md#err_invalid_arg_type",
+                    Some("err_invalid_arg_type")
+                ),
+                (Reference, false, "Buffer", "buffer.md", None),
+                (Reference, false, "stream", "stream.md#a%20b", Some("a b")),
+                (
+                    Autolink,
+                    false,
+                    "https://nodejs.org/x#y",
+                    "https://nodejs.org/x#y",
+                    Some("y")
+                ),
+                (Email, false, "a@b.org", "mailto:a@b.org", None),
+                (Inline, true, "logo", "img/logo.png", None),
+                (Wiki, false, "Page", "Page", None),
+                (Wiki, false, "shown text", "Other Page", None),
+                (Wiki, false, "Page#Part", "Page#Part", Some("Part")),
+                (Inline, false, "badge", "https://ci", None),
+                (Inline, true, "badge", "b.svg", None),
+            ]
+        );
+        for link in doc.links() {
+            assert!(
+                src[link.range.clone()].starts_with(['[', '<', '!']),
+                "{link:?}"
+            );
+        }
+        assert_eq!(
+            &src[doc.links()[0].range.clone()],
+            "[the *fs* docs](fs.md#fs_readfile \"t\")"
+        );
+        assert_eq!(&src[doc.links()[1].range.clone()], "[errors][err]");
+        assert_eq!(
+            &src[doc.links()[8].range.clone()],
+            "[[Other Page|shown text]]"
+        );
+        assert!(
+            doc.links()
+                .iter()
+                .all(|l| doc.section_anchor_at(l.range.start) == Some("links"))
+        );
+    }
+
+    #[test]
+    fn link_in_heading_counts_for_both() {
+        let doc = Document::parse("## See [API](api.md)\n");
+        assert_eq!(doc.headings()[0].text, "See API");
+        assert_eq!(doc.links()[0].text, "API");
+        assert_eq!(
+            doc.links()[0].resolve("/docs/x.md"),
+            crate::Target::Internal {
+                path: "/docs/api.md".into(),
+                fragment: None
+            }
+        );
+    }
+
+    #[test]
+    fn undefined_reference_and_footnotes_are_not_links() {
+        let doc = Document::parse("[missing] and note[^1].\n\n[^1]: footnote text\n");
+        assert!(doc.links().is_empty(), "{:?}", doc.links());
+    }
 }

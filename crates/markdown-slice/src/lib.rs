@@ -26,13 +26,19 @@
 mod document;
 mod find;
 mod frontmatter;
+mod hashes;
 mod links;
+mod outline;
+mod paragraph;
 mod slug;
 mod tokens;
 
 pub use document::{Document, Heading, parser_options};
 pub use find::AnchorMiss;
 pub use frontmatter::Frontmatter;
+pub use hashes::{SectionDiff, SectionHashes, diff_sections};
 pub use links::{Link, LinkKind, Target, resolve};
+pub use outline::{Outline, OutlineEntry, OutlineOptions};
+pub use paragraph::OPENING_PARAGRAPH_BYTES;
 pub use slug::slugify;
 pub use tokens::estimate_tokens;
