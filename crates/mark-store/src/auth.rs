@@ -102,8 +102,14 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 }
 
 fn glob_segments(glob: &str) -> Result<Vec<String>, String> {
-    let rest = glob.strip_prefix('/').ok_or_else(|| format!("path glob `{glob}` must start with /"))?;
-    Ok(rest.split('/').filter(|s| !s.is_empty()).map(str::to_string).collect())
+    let rest = glob
+        .strip_prefix('/')
+        .ok_or_else(|| format!("path glob `{glob}` must start with /"))?;
+    Ok(rest
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect())
 }
 
 /// Matches one segment against a pattern segment where `*` stands for any
@@ -114,7 +120,10 @@ fn segment_matches(pattern: &str, segment: &str) -> bool {
         return pattern == segment;
     }
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !segment.starts_with(first) || segment.len() < first.len() + last.len() || !segment.ends_with(last) {
+    if !segment.starts_with(first)
+        || segment.len() < first.len() + last.len()
+        || !segment.ends_with(last)
+    {
         return false;
     }
     let mut middle = &segment[first.len()..segment.len() - last.len()];
@@ -133,7 +142,9 @@ fn glob_matches(pattern: &[String], path: &[String]) -> bool {
     match pattern.split_first() {
         None => path.is_empty(),
         Some((p, rest)) if p == "**" => (0..=path.len()).any(|k| glob_matches(rest, &path[k..])),
-        Some((p, rest)) => path.split_first().is_some_and(|(s, tail)| segment_matches(p, s) && glob_matches(rest, tail)),
+        Some((p, rest)) => path
+            .split_first()
+            .is_some_and(|(s, tail)| segment_matches(p, s) && glob_matches(rest, tail)),
     }
 }
 
@@ -145,7 +156,10 @@ impl TokenStore {
             action: "read",
             source,
         })?;
-        TokenStore::parse(&text).map_err(|why| StoreError::TokenFile { path: path.to_path_buf(), why })
+        TokenStore::parse(&text).map_err(|why| StoreError::TokenFile {
+            path: path.to_path_buf(),
+            why,
+        })
     }
 
     /// Parses token-file text.
@@ -159,34 +173,65 @@ impl TokenStore {
                 .strip_prefix("sha256-")
                 .ok_or_else(|| at("`hash` must be `sha256-<64 hex>`".into()))?;
             let mut hash = [0u8; 32];
-            hex::decode_to_slice(hex_part, &mut hash).map_err(|_| at("`hash` must be `sha256-<64 hex>`".into()))?;
-            let paths = entry.paths.iter().map(|g| glob_segments(g)).collect::<Result<_, _>>().map_err(at)?;
+            hex::decode_to_slice(hex_part, &mut hash)
+                .map_err(|_| at("`hash` must be `sha256-<64 hex>`".into()))?;
+            let paths = entry
+                .paths
+                .iter()
+                .map(|g| glob_segments(g))
+                .collect::<Result<_, _>>()
+                .map_err(at)?;
             let ops = entry
                 .ops
                 .iter()
-                .map(|o| Op::parse(o).ok_or_else(|| at(format!("unknown op `{o}` (use read or publish)"))))
+                .map(|o| {
+                    Op::parse(o)
+                        .ok_or_else(|| at(format!("unknown op `{o}` (use read or publish)")))
+                })
                 .collect::<Result<_, _>>()?;
             let expires = match entry.expires {
                 None => None,
-                Some(toml::Value::String(s)) => Some(parse_rfc3339(&s).ok_or_else(|| at(format!("`expires = {s}` is not an RFC 3339 time")))?),
+                Some(toml::Value::String(s)) => Some(
+                    parse_rfc3339(&s)
+                        .ok_or_else(|| at(format!("`expires = {s}` is not an RFC 3339 time")))?,
+                ),
                 Some(toml::Value::Datetime(d)) => {
-                    Some(parse_rfc3339(&d.to_string()).ok_or_else(|| at(format!("`expires = {d}` needs a date, a time and an offset")))?)
+                    Some(parse_rfc3339(&d.to_string()).ok_or_else(|| {
+                        at(format!(
+                            "`expires = {d}` needs a date, a time and an offset"
+                        ))
+                    })?)
                 }
                 Some(other) => return Err(at(format!("`expires = {other}` is not a time"))),
             };
-            grants.push(Grant { hash, paths, ops, expires });
+            grants.push(Grant {
+                hash,
+                paths,
+                ops,
+                expires,
+            });
         }
         Ok(TokenStore { grants })
     }
 
     /// Whether some grant with `read` covers `path`: such paths are private.
     pub(crate) fn read_restricted(&self, path: &[String]) -> bool {
-        self.grants.iter().any(|g| g.ops.contains(&Op::Read) && g.paths.iter().any(|p| glob_matches(p, path)))
+        self.grants
+            .iter()
+            .any(|g| g.ops.contains(&Op::Read) && g.paths.iter().any(|p| glob_matches(p, path)))
     }
 
     /// Checks a raw token for `op` on `path` at `now`.
-    pub(crate) fn check(&self, raw: Option<&str>, path: &[String], op: Op, now: SystemTime) -> Result<(), Denial> {
-        let Some(raw) = raw.map(str::trim).filter(|t| !t.is_empty()) else { return Err(Denial::Unauthorized) };
+    pub(crate) fn check(
+        &self,
+        raw: Option<&str>,
+        path: &[String],
+        op: Op,
+        now: SystemTime,
+    ) -> Result<(), Denial> {
+        let Some(raw) = raw.map(str::trim).filter(|t| !t.is_empty()) else {
+            return Err(Denial::Unauthorized);
+        };
         let hash = hash_token(raw);
         let now = unix_seconds(now);
         let mut known = false;
@@ -196,7 +241,8 @@ impl TokenStore {
             if constant_time_eq(&g.hash, &hash) {
                 known = true;
                 let live = g.expires.is_none_or(|e| now < e);
-                allowed |= live && g.ops.contains(&op) && g.paths.iter().any(|p| glob_matches(p, path));
+                allowed |=
+                    live && g.ops.contains(&op) && g.paths.iter().any(|p| glob_matches(p, path));
             }
         }
         match (known, allowed) {
@@ -210,9 +256,16 @@ impl TokenStore {
 /// Issues a new token: appends its hash and grant to `tokens_file` (created
 /// if missing, owner-only on Unix) and returns the raw token, the only time
 /// it exists outside the caller. The file is checked before and after.
-pub fn generate_token(paths: &[String], ops: &[Op], expires: Option<SystemTime>, tokens_file: &Path) -> Result<String, StoreError> {
+pub fn generate_token(
+    paths: &[String],
+    ops: &[Op],
+    expires: Option<SystemTime>,
+    tokens_file: &Path,
+) -> Result<String, StoreError> {
     if paths.is_empty() || ops.is_empty() {
-        return Err(StoreError::BadGrant("give at least one path glob and one operation".into()));
+        return Err(StoreError::BadGrant(
+            "give at least one path glob and one operation".into(),
+        ));
     }
     for p in paths {
         glob_segments(p).map_err(StoreError::BadGrant)?;
@@ -220,9 +273,18 @@ pub fn generate_token(paths: &[String], ops: &[Op], expires: Option<SystemTime>,
     let existing = match std::fs::read_to_string(tokens_file) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => return Err(StoreError::TokenFileIo { path: tokens_file.to_path_buf(), action: "read", source }),
+        Err(source) => {
+            return Err(StoreError::TokenFileIo {
+                path: tokens_file.to_path_buf(),
+                action: "read",
+                source,
+            });
+        }
     };
-    TokenStore::parse(&existing).map_err(|why| StoreError::TokenFile { path: tokens_file.to_path_buf(), why })?;
+    TokenStore::parse(&existing).map_err(|why| StoreError::TokenFile {
+        path: tokens_file.to_path_buf(),
+        why,
+    })?;
 
     let mut secret = [0u8; 32];
     getrandom::fill(&mut secret).map_err(|e| StoreError::Random(e.to_string()))?;
@@ -235,20 +297,38 @@ pub fn generate_token(paths: &[String], ops: &[Op], expires: Option<SystemTime>,
         entry.push('\n');
     }
     entry.push_str("\n[[token]]\n");
-    entry.push_str(&format!("hash = \"sha256-{}\"\n", hex::encode(hash_token(&raw))));
-    entry.push_str(&format!("paths = [{}]\n", list(paths.iter().map(|p| quote(p)).collect())));
-    entry.push_str(&format!("ops = [{}]\n", list(ops.iter().map(|o| quote(o.as_str())).collect())));
+    entry.push_str(&format!(
+        "hash = \"sha256-{}\"\n",
+        hex::encode(hash_token(&raw))
+    ));
+    entry.push_str(&format!(
+        "paths = [{}]\n",
+        list(paths.iter().map(|p| quote(p)).collect())
+    ));
+    entry.push_str(&format!(
+        "ops = [{}]\n",
+        list(ops.iter().map(|o| quote(o.as_str())).collect())
+    ));
     if let Some(t) = expires {
-        entry.push_str(&format!("expires = \"{}\"\n", format_rfc3339(unix_seconds(t))));
+        entry.push_str(&format!(
+            "expires = \"{}\"\n",
+            format_rfc3339(unix_seconds(t))
+        ));
     }
 
-    let write_err = |source| StoreError::TokenFileIo { path: tokens_file.to_path_buf(), action: "written", source };
+    let write_err = |source| StoreError::TokenFileIo {
+        path: tokens_file.to_path_buf(),
+        action: "written",
+        source,
+    };
     let mut options = std::fs::OpenOptions::new();
     options.create(true).append(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let mut file = options.open(tokens_file).map_err(write_err)?;
-    file.write_all(entry.as_bytes()).and_then(|()| file.sync_all()).map_err(write_err)?;
+    file.write_all(entry.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(write_err)?;
     TokenStore::load(tokens_file)?;
     Ok(raw)
 }
@@ -263,8 +343,13 @@ mod tests {
     }
 
     fn store_for(raw: &str, paths: &str, ops: &str, expires: Option<&str>) -> TokenStore {
-        let expires = expires.map(|e| format!("expires = \"{e}\"\n")).unwrap_or_default();
-        let text = format!("[[token]]\nhash = \"sha256-{}\"\npaths = {paths}\nops = {ops}\n{expires}", hex::encode(hash_token(raw)));
+        let expires = expires
+            .map(|e| format!("expires = \"{e}\"\n"))
+            .unwrap_or_default();
+        let text = format!(
+            "[[token]]\nhash = \"sha256-{}\"\npaths = {paths}\nops = {ops}\n{expires}",
+            hex::encode(hash_token(raw))
+        );
         TokenStore::parse(&text).unwrap()
     }
 
@@ -276,7 +361,10 @@ mod tests {
         assert!(!glob_matches(&segs("/docs/*"), &segs("/docs/a/b.md")));
         assert!(!glob_matches(&segs("/docs/*"), &segs("/docs")));
         assert!(glob_matches(&segs("/docs/**"), &segs("/docs")));
-        assert!(glob_matches(&segs("/docs/**/x.md"), &segs("/docs/a/b/x.md")));
+        assert!(glob_matches(
+            &segs("/docs/**/x.md"),
+            &segs("/docs/a/b/x.md")
+        ));
         assert!(glob_matches(&segs("/*.md"), &segs("/a.md")));
         assert!(!glob_matches(&segs("/*.md"), &segs("/a.txt")));
         assert!(glob_matches(&segs("/a*b*c"), &segs("/aXbYc")));
@@ -286,15 +374,36 @@ mod tests {
     #[test]
     fn outcomes_of_check() {
         let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        let s = store_for("secret", "[\"/docs/**\"]", "[\"publish\"]", Some("2027-01-01T00:00:00Z"));
+        let s = store_for(
+            "secret",
+            "[\"/docs/**\"]",
+            "[\"publish\"]",
+            Some("2027-01-01T00:00:00Z"),
+        );
         let p = segs("/docs/a.md");
-        assert_eq!(s.check(None, &p, Op::Publish, now), Err(Denial::Unauthorized));
-        assert_eq!(s.check(Some("wrong"), &p, Op::Publish, now), Err(Denial::Unauthorized));
-        assert_eq!(s.check(Some("secret"), &p, Op::Publish, now), Err(Denial::NotPermitted), "expired");
+        assert_eq!(
+            s.check(None, &p, Op::Publish, now),
+            Err(Denial::Unauthorized)
+        );
+        assert_eq!(
+            s.check(Some("wrong"), &p, Op::Publish, now),
+            Err(Denial::Unauthorized)
+        );
+        assert_eq!(
+            s.check(Some("secret"), &p, Op::Publish, now),
+            Err(Denial::NotPermitted),
+            "expired"
+        );
         let early = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         assert_eq!(s.check(Some("secret"), &p, Op::Publish, early), Ok(()));
-        assert_eq!(s.check(Some("secret"), &p, Op::Read, early), Err(Denial::NotPermitted));
-        assert_eq!(s.check(Some("secret"), &segs("/other.md"), Op::Publish, early), Err(Denial::NotPermitted));
+        assert_eq!(
+            s.check(Some("secret"), &p, Op::Read, early),
+            Err(Denial::NotPermitted)
+        );
+        assert_eq!(
+            s.check(Some("secret"), &segs("/other.md"), Op::Publish, early),
+            Err(Denial::NotPermitted)
+        );
     }
 
     #[test]
@@ -309,11 +418,35 @@ mod tests {
     #[test]
     fn bad_files_are_refused_with_the_entry_number() {
         for (text, want) in [
-            ("[[token]]\nhash = \"md5-x\"\npaths = [\"/**\"]\nops = [\"read\"]\n", "token entry 1"),
-            ("[[token]]\nhash = \"sha256-00\"\npaths = [\"/**\"]\nops = [\"read\"]\n", "sha256-<64 hex>"),
-            (&format!("[[token]]\nhash = \"sha256-{}\"\npaths = [\"docs\"]\nops = [\"read\"]\n", "0".repeat(64)), "must start with /"),
-            (&format!("[[token]]\nhash = \"sha256-{}\"\npaths = [\"/**\"]\nops = [\"write\"]\n", "0".repeat(64)), "unknown op"),
-            (&format!("[[token]]\nhash = \"sha256-{}\"\npaths = [\"/**\"]\nops = [\"read\"]\nexpires = \"soon\"\n", "0".repeat(64)), "RFC 3339"),
+            (
+                "[[token]]\nhash = \"md5-x\"\npaths = [\"/**\"]\nops = [\"read\"]\n",
+                "token entry 1",
+            ),
+            (
+                "[[token]]\nhash = \"sha256-00\"\npaths = [\"/**\"]\nops = [\"read\"]\n",
+                "sha256-<64 hex>",
+            ),
+            (
+                &format!(
+                    "[[token]]\nhash = \"sha256-{}\"\npaths = [\"docs\"]\nops = [\"read\"]\n",
+                    "0".repeat(64)
+                ),
+                "must start with /",
+            ),
+            (
+                &format!(
+                    "[[token]]\nhash = \"sha256-{}\"\npaths = [\"/**\"]\nops = [\"write\"]\n",
+                    "0".repeat(64)
+                ),
+                "unknown op",
+            ),
+            (
+                &format!(
+                    "[[token]]\nhash = \"sha256-{}\"\npaths = [\"/**\"]\nops = [\"read\"]\nexpires = \"soon\"\n",
+                    "0".repeat(64)
+                ),
+                "RFC 3339",
+            ),
             ("[[token]]\nhash = 1\n", "invalid type"),
         ] {
             let err = TokenStore::parse(text).unwrap_err();
@@ -323,8 +456,14 @@ mod tests {
 
     #[test]
     fn toml_datetime_expiry_is_accepted() {
-        let text = format!("[[token]]\nhash = \"sha256-{}\"\npaths = [\"/**\"]\nops = [\"read\"]\nexpires = 2027-01-01T00:00:00Z\n", "0".repeat(64));
-        assert_eq!(TokenStore::parse(&text).unwrap().grants[0].expires, Some(1_798_761_600));
+        let text = format!(
+            "[[token]]\nhash = \"sha256-{}\"\npaths = [\"/**\"]\nops = [\"read\"]\nexpires = 2027-01-01T00:00:00Z\n",
+            "0".repeat(64)
+        );
+        assert_eq!(
+            TokenStore::parse(&text).unwrap().grants[0].expires,
+            Some(1_798_761_600)
+        );
     }
 
     #[test]
@@ -339,8 +478,14 @@ mod tests {
         assert!(!text.contains(&a) && !text.contains(&b));
         let store = TokenStore::load(&file).unwrap();
         let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        assert_eq!(store.check(Some(&a), &segs("/docs/x.md"), Op::Publish, now), Ok(()));
-        assert_eq!(store.check(Some(&a), &segs("/x.md"), Op::Publish, now), Err(Denial::NotPermitted));
+        assert_eq!(
+            store.check(Some(&a), &segs("/docs/x.md"), Op::Publish, now),
+            Ok(())
+        );
+        assert_eq!(
+            store.check(Some(&a), &segs("/x.md"), Op::Publish, now),
+            Err(Denial::NotPermitted)
+        );
         assert_eq!(store.check(Some(&b), &segs("/x.md"), Op::Read, now), Ok(()));
         assert!(generate_token(&[], &[Op::Read], None, &file).is_err());
         assert!(generate_token(&["docs".into()], &[Op::Read], None, &file).is_err());

@@ -12,7 +12,11 @@ pub(crate) fn unix_seconds(t: SystemTime) -> i64 {
         Err(e) => {
             let d = e.duration();
             let secs = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
-            if d.subsec_nanos() > 0 { -secs - 1 } else { -secs }
+            if d.subsec_nanos() > 0 {
+                -secs - 1
+            } else {
+                -secs
+            }
         }
     }
 }
@@ -27,7 +31,9 @@ pub(crate) fn format_rfc3339(secs: i64) -> String {
 
 /// Parses an RFC 3339 time (any offset) to Unix seconds.
 pub(crate) fn parse_rfc3339(s: &str) -> Option<i64> {
-    OffsetDateTime::parse(s.trim(), &Rfc3339).ok().map(|t| t.unix_timestamp())
+    OffsetDateTime::parse(s.trim(), &Rfc3339)
+        .ok()
+        .map(|t| t.unix_timestamp())
 }
 
 /// Parses an RFC 3339 time or a bare `YYYY-MM-DD` date (midnight UTC).
@@ -49,7 +55,10 @@ mod tests {
 
     #[test]
     fn parses_offsets_and_dates() {
-        assert_eq!(parse_rfc3339("2026-02-17T11:00:00+01:00"), Some(1_771_322_400));
+        assert_eq!(
+            parse_rfc3339("2026-02-17T11:00:00+01:00"),
+            Some(1_771_322_400)
+        );
         assert_eq!(parse_time_or_date("2026-02-17"), Some(1_771_286_400));
         assert_eq!(parse_time_or_date("yesterday"), None);
     }

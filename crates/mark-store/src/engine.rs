@@ -48,7 +48,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn not_found(what: &str) -> Response {
-    Response::error(Status::NotFound, "Not found", &format!("`{what}` is not on this server."))
+    Response::error(
+        Status::NotFound,
+        "Not found",
+        &format!("`{what}` is not on this server."),
+    )
 }
 
 fn bad_request(message: &str) -> Response {
@@ -61,7 +65,11 @@ fn not_permitted(message: &str) -> Response {
 
 fn server_error(e: &std::io::Error) -> Response {
     tracing::error!(error = %e, "store failure");
-    Response::error(Status::ServerError, "Server error", "The store could not complete this request; try again, and tell the operator if it persists.")
+    Response::error(
+        Status::ServerError,
+        "Server error",
+        "The store could not complete this request; try again, and tell the operator if it persists.",
+    )
 }
 
 fn denial(d: Denial) -> Response {
@@ -71,7 +79,9 @@ fn denial(d: Denial) -> Response {
             "Unauthorized",
             "This request needs a valid token in the `auth` metadata.",
         ),
-        Denial::NotPermitted => not_permitted("The token does not grant this operation on this path, or it has expired."),
+        Denial::NotPermitted => not_permitted(
+            "The token does not grant this operation on this path, or it has expired.",
+        ),
     }
 }
 
@@ -98,16 +108,21 @@ fn pinned_version(segment: &str) -> Option<u64> {
 
 /// `sha256-<64 lowercase hex>`.
 fn content_hash_name(segment: &str) -> Option<&str> {
-    segment
-        .strip_prefix("sha256-")
-        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    segment.strip_prefix("sha256-").filter(|h| {
+        h.len() == 64
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// Whether a conditional request is satisfied: `if-none-match` first (a
 /// list of etags or `*`); only without it, `if-modified-since`.
 fn not_modified(req: &Request, etag: &str, modified: i64) -> bool {
     if let Some(tags) = req.metadata.get("if-none-match") {
-        return tags.split(',').map(|t| t.trim().trim_matches('"')).any(|t| t == "*" || t == etag);
+        return tags
+            .split(',')
+            .map(|t| t.trim().trim_matches('"'))
+            .any(|t| t == "*" || t == etag);
     }
     req.metadata
         .get("if-modified-since")
@@ -153,13 +168,23 @@ impl Engine {
     /// repaired (a crash can leave one a step behind); the cost is one walk
     /// of the store. `tokens: None` means reads are public and writes are
     /// refused.
-    pub fn open(root: &Path, mode: StoreMode, tokens: Option<TokenStore>) -> Result<Engine, StoreError> {
-        let canonical = root.canonicalize().map_err(|source| StoreError::Root { path: root.to_path_buf(), source })?;
+    pub fn open(
+        root: &Path,
+        mode: StoreMode,
+        tokens: Option<TokenStore>,
+    ) -> Result<Engine, StoreError> {
+        let canonical = root.canonicalize().map_err(|source| StoreError::Root {
+            path: root.to_path_buf(),
+            source,
+        })?;
         if !canonical.is_dir() {
             return Err(StoreError::NotADirectory(root.to_path_buf()));
         }
         let store = Store::new(canonical, mode);
-        store.repair_links().map_err(|source| StoreError::Root { path: root.to_path_buf(), source })?;
+        store.repair_links().map_err(|source| StoreError::Root {
+            path: root.to_path_buf(),
+            source,
+        })?;
         let name = store
             .root()
             .file_name()
@@ -201,17 +226,24 @@ impl Engine {
     /// Answers one request. Blocking file I/O; never panics: a failure of
     /// the file system answers `server-error`, and so would a bug.
     pub fn handle(&self, request: &Request, now: SystemTime) -> Response {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.dispatch(request, now))).unwrap_or_else(|_| {
-            tracing::error!(verb = %request.verb, "the engine panicked on a request");
-            Response::error(Status::ServerError, "Server error", "The server failed on this request.")
-        })
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.dispatch(request, now)))
+            .unwrap_or_else(|_| {
+                tracing::error!(verb = %request.verb, "the engine panicked on a request");
+                Response::error(
+                    Status::ServerError,
+                    "Server error",
+                    "The server failed on this request.",
+                )
+            })
     }
 
     fn dispatch(&self, req: &Request, now: SystemTime) -> Response {
         if req.verb == Verb::Fetch && req.path == "/health" {
             return Response::new(Status::Ok);
         }
-        let Some(path) = SafePath::parse(&req.path) else { return not_found(&req.path) };
+        let Some(path) = SafePath::parse(&req.path) else {
+            return not_found(&req.path);
+        };
         if req.verb == Verb::Fetch && path.decoded() == MANIFEST_PATH {
             return self.manifest(req);
         }
@@ -231,9 +263,16 @@ impl Engine {
     }
 
     /// Whether the request's token may read `segments` (public paths: yes).
-    fn may_read(&self, req: &Request, segments: &[String], now: SystemTime) -> Result<(), Response> {
+    fn may_read(
+        &self,
+        req: &Request,
+        segments: &[String],
+        now: SystemTime,
+    ) -> Result<(), Response> {
         match &self.tokens {
-            Some(t) if t.read_restricted(segments) => t.check(req.metadata.get("auth"), segments, Op::Read, now).map_err(denial),
+            Some(t) if t.read_restricted(segments) => t
+                .check(req.metadata.get("auth"), segments, Op::Read, now)
+                .map_err(denial),
             _ => Ok(()),
         }
     }
@@ -241,7 +280,9 @@ impl Engine {
     /// Checks that a write may happen at all, and is allowed on `doc`.
     fn may_write(&self, req: &Request, doc: &SafePath, now: SystemTime) -> Result<(), Response> {
         if self.store.mode() == StoreMode::Flat {
-            return Err(not_permitted("This folder is served read-only; writes need a versioned store."));
+            return Err(not_permitted(
+                "This folder is served read-only; writes need a versioned store.",
+            ));
         }
         if doc.is_dir_form() {
             return Err(bad_request("Write to a document path, not a folder."));
@@ -250,13 +291,20 @@ impl Engine {
             return Err(bad_request(why));
         }
         let Some(tokens) = &self.tokens else {
-            return Err(not_permitted("Publishing is disabled: this server has no token store."));
+            return Err(not_permitted(
+                "Publishing is disabled: this server has no token store.",
+            ));
         };
-        tokens.check(req.metadata.get("auth"), doc.segments(), Op::Publish, now).map_err(denial)
+        tokens
+            .check(req.metadata.get("auth"), doc.segments(), Op::Publish, now)
+            .map_err(denial)
     }
 
     fn doc_lock(&self, doc: &SafePath) -> Arc<Mutex<()>> {
-        lock(&self.write_locks).entry(doc.clone()).or_default().clone()
+        lock(&self.write_locks)
+            .entry(doc.clone())
+            .or_default()
+            .clone()
     }
 
     fn fetch(&self, req: &Request, path: &SafePath, now: SystemTime) -> Reply {
@@ -272,14 +320,30 @@ impl Engine {
             [_, .., last] => pinned_version(last),
             _ => None,
         };
-        let doc = if pinned.is_some() { path.parent().as_document() } else { path.clone() };
+        let doc = if pinned.is_some() {
+            path.parent().as_document()
+        } else {
+            path.clone()
+        };
         self.may_read(req, doc.segments(), now)?;
-        let current = self.store.current(&doc).map_err(|e| server_error(&e))?.ok_or_else(|| not_found(&req.path))?;
+        let current = self
+            .store
+            .current(&doc)
+            .map_err(|e| server_error(&e))?
+            .ok_or_else(|| not_found(&req.path))?;
         match pinned {
             Some(n) => {
-                let snap = self.store.version(&doc, n).map_err(|e| server_error(&e))?.ok_or_else(|| not_found(&req.path))?;
+                let snap = self
+                    .store
+                    .version(&doc, n)
+                    .map_err(|e| server_error(&e))?
+                    .ok_or_else(|| not_found(&req.path))?;
                 let resp = document_response(req, &snap);
-                Ok(if resp.status == Status::Ok { resp.with_meta("current-version", current.version.to_string()) } else { resp })
+                Ok(if resp.status == Status::Ok {
+                    resp.with_meta("current-version", current.version.to_string())
+                } else {
+                    resp
+                })
             }
             None if current.archived => Ok(Response::new(Status::Archived)),
             None => Ok(document_response(req, &current)),
@@ -288,7 +352,9 @@ impl Engine {
 
     fn fetch_by_hash(&self, req: &Request, hash: &str, now: SystemTime) -> Reply {
         let wanted = format!("sha256-{hash}");
-        let found = lock(&self.catalog).find_by_content_hash(&self.store, &wanted).map_err(|e| server_error(&e))?;
+        let found = lock(&self.catalog)
+            .find_by_content_hash(&self.store, &wanted)
+            .map_err(|e| server_error(&e))?;
         for doc in found {
             if self.may_read(req, doc.segments(), now).is_err() {
                 continue;
@@ -305,13 +371,30 @@ impl Engine {
 
     fn manifest(&self, req: &Request) -> Response {
         let file = SafePath::parse(MANIFEST_PATH).map(|p| p.under(self.store.root()));
-        let stored = file.filter(|f| crate::paths::is_contained(self.store.root(), f) && f.is_file()).and_then(|f| {
-            let bytes = std::fs::read(&f).ok()?;
-            let modified = std::fs::metadata(&f).and_then(|m| m.modified()).map(unix_seconds).unwrap_or(self.opened_at);
-            Some((bytes, modified))
+        let stored = file
+            .filter(|f| crate::paths::is_contained(self.store.root(), f) && f.is_file())
+            .and_then(|f| {
+                let bytes = std::fs::read(&f).ok()?;
+                let modified = std::fs::metadata(&f)
+                    .and_then(|m| m.modified())
+                    .map(unix_seconds)
+                    .unwrap_or(self.opened_at);
+                Some((bytes, modified))
+            });
+        let (bytes, modified) = stored.unwrap_or_else(|| {
+            (
+                manifest::generate(&self.name, self.store.mode(), self.max_document_bytes)
+                    .into_bytes(),
+                self.opened_at,
+            )
         });
-        let (bytes, modified) = stored.unwrap_or_else(|| (manifest::generate(&self.name, self.store.mode(), self.max_document_bytes).into_bytes(), self.opened_at));
-        let snap = Snapshot { version: 1, bytes, body_start: 0, modified, archived: false };
+        let snap = Snapshot {
+            version: 1,
+            bytes,
+            body_start: 0,
+            modified,
+            archived: false,
+        };
         document_response(req, &snap)
     }
 
@@ -320,22 +403,34 @@ impl Engine {
         let page_size = match req.metadata.get("page-size") {
             None => MAX_LIST_PAGE,
             Some(v) => match v.trim().parse::<usize>() {
-                Ok(0) | Err(_) => return Err(bad_request(&format!("`page-size: {v}` must be a whole number from 1 to {MAX_LIST_PAGE}."))),
+                Ok(0) | Err(_) => {
+                    return Err(bad_request(&format!(
+                        "`page-size: {v}` must be a whole number from 1 to {MAX_LIST_PAGE}."
+                    )));
+                }
                 Ok(n) => n.min(MAX_LIST_PAGE),
             },
         };
         let include_archived = match req.metadata.get("include-archived").map(str::trim) {
             None | Some("false") => false,
             Some("true") => true,
-            Some(v) => return Err(bad_request(&format!("`include-archived: {v}` must be true or false."))),
+            Some(v) => {
+                return Err(bad_request(&format!(
+                    "`include-archived: {v}` must be true or false."
+                )));
+            }
         };
-        let dir = SafePath::from_segments(path.segments().to_vec(), true).unwrap_or_else(SafePath::root);
+        let dir =
+            SafePath::from_segments(path.segments().to_vec(), true).unwrap_or_else(SafePath::root);
         let entries = self
             .store
             .list(&dir, include_archived)
             .map_err(|e| server_error(&e))?
             .ok_or_else(|| not_found(&req.path))?;
-        let start = req.metadata.get("cursor").map_or(0, |c| entries.partition_point(|e| e.name.as_str() <= c));
+        let start = req
+            .metadata
+            .get("cursor")
+            .map_or(0, |c| entries.partition_point(|e| e.name.as_str() <= c));
         let page = &entries[start..(start + page_size).min(entries.len())];
         let complete = start + page.len() >= entries.len();
         let mut resp = Response::new(Status::Ok)
@@ -352,7 +447,11 @@ impl Engine {
             return Err(not_found(&req.path));
         }
         self.may_read(req, path.segments(), now)?;
-        let history = self.store.history(path).map_err(|e| server_error(&e))?.ok_or_else(|| not_found(&req.path))?;
+        let history = self
+            .store
+            .history(path)
+            .map_err(|e| server_error(&e))?
+            .ok_or_else(|| not_found(&req.path))?;
         let current = history.versions.last().map_or(0, |v| v.0);
         let mut resp = Response::new(Status::Ok)
             .with_meta("total", history.versions.len().to_string())
@@ -370,7 +469,11 @@ impl Engine {
             .collect();
         let body = mark_proto::versions::write(&lines).map_err(|e| {
             tracing::error!(error = %e, "cannot write a VERSIONS body");
-            Response::error(Status::ServerError, "Server error", "The version history could not be written.")
+            Response::error(
+                Status::ServerError,
+                "Server error",
+                "The version history could not be written.",
+            )
         })?;
         Ok(resp.with_body(body))
     }
@@ -401,32 +504,50 @@ impl Engine {
                 && (c.archived || !body.is_empty())
             {
                 // Identical content, or an empty body unarchiving: no new version.
-                if body.is_empty() && let Some(e) = expected.filter(|e| *e != server_version) {
+                if body.is_empty()
+                    && let Some(e) = expected.filter(|e| *e != server_version)
+                {
                     return Err(conflict(e, server_version));
                 }
                 if c.archived {
-                    self.store.set_archived(doc, c.version, false, unix_seconds(now)).map_err(|e| server_error(&e))?;
+                    self.store
+                        .set_archived(doc, c.version, false, unix_seconds(now))
+                        .map_err(|e| server_error(&e))?;
                 }
                 return Ok(written(Status::Ok, c));
             }
             if body.is_empty() {
-                return Err(bad_request("An empty PUBLISH only unarchives an archived document; send the document as the body."));
+                return Err(bad_request(
+                    "An empty PUBLISH only unarchives an archived document; send the document as the body.",
+                ));
             }
             if let Some(e) = expected.filter(|e| *e != server_version) {
                 return Err(conflict(e, server_version));
             }
-            if let Some(snap) = self.store.write_next(doc, current.as_ref(), body, unix_seconds(now)).map_err(|e| server_error(&e))? {
+            if let Some(snap) = self
+                .store
+                .write_next(doc, current.as_ref(), body, unix_seconds(now))
+                .map_err(|e| server_error(&e))?
+            {
                 return Ok(written(Status::Created, &snap));
             }
         }
-        Err(Response::error(Status::Unavailable, "Unavailable", "Too many writers raced for this document; retry."))
+        Err(Response::error(
+            Status::Unavailable,
+            "Unavailable",
+            "Too many writers raced for this document; retry.",
+        ))
     }
 
     fn append(&self, req: &Request, doc: &SafePath, now: SystemTime) -> Reply {
         self.may_write(req, doc, now)?;
         let expected = match parse_version_meta(req, "expected-version")? {
             Some(n) if n >= 1 => n,
-            _ => return Err(bad_request("APPEND needs `expected-version` (the version you append to, at least 1).")),
+            _ => {
+                return Err(bad_request(
+                    "APPEND needs `expected-version` (the version you append to, at least 1).",
+                ));
+            }
         };
         if req.body.is_empty() {
             return Err(bad_request("APPEND needs a body: the text to add."));
@@ -435,9 +556,17 @@ impl Engine {
         let handle = self.doc_lock(doc);
         let _serialized = lock(&handle);
         for _ in 0..WRITE_ATTEMPTS {
-            let current = self.store.current(doc).map_err(|e| server_error(&e))?.ok_or_else(|| not_found(&req.path))?;
+            let current = self
+                .store
+                .current(doc)
+                .map_err(|e| server_error(&e))?
+                .ok_or_else(|| not_found(&req.path))?;
             if current.archived {
-                return Err(Response::error(Status::Archived, "Archived", "The document is archived; PUBLISH an empty body to unarchive it first."));
+                return Err(Response::error(
+                    Status::Archived,
+                    "Archived",
+                    "The document is archived; PUBLISH an empty body to unarchive it first.",
+                ));
             }
             if expected != current.version {
                 return Err(conflict(expected, current.version));
@@ -447,11 +576,19 @@ impl Engine {
             content.push(b'\n');
             content.extend_from_slice(&req.body);
             self.check_size(content.len())?;
-            if let Some(snap) = self.store.write_next(doc, Some(&current), &content, unix_seconds(now)).map_err(|e| server_error(&e))? {
+            if let Some(snap) = self
+                .store
+                .write_next(doc, Some(&current), &content, unix_seconds(now))
+                .map_err(|e| server_error(&e))?
+            {
                 return Ok(written(Status::Created, &snap));
             }
         }
-        Err(Response::error(Status::Unavailable, "Unavailable", "Too many writers raced for this document; retry."))
+        Err(Response::error(
+            Status::Unavailable,
+            "Unavailable",
+            "Too many writers raced for this document; retry.",
+        ))
     }
 
     fn archive(&self, req: &Request, doc: &SafePath, now: SystemTime) -> Reply {
@@ -459,12 +596,18 @@ impl Engine {
         let expected = parse_version_meta(req, "expected-version")?;
         let handle = self.doc_lock(doc);
         let _serialized = lock(&handle);
-        let current = self.store.current(doc).map_err(|e| server_error(&e))?.ok_or_else(|| not_found(&req.path))?;
+        let current = self
+            .store
+            .current(doc)
+            .map_err(|e| server_error(&e))?
+            .ok_or_else(|| not_found(&req.path))?;
         if let Some(e) = expected.filter(|e| *e != current.version) {
             return Err(conflict(e, current.version));
         }
         if !current.archived {
-            self.store.set_archived(doc, current.version, true, unix_seconds(now)).map_err(|e| server_error(&e))?;
+            self.store
+                .set_archived(doc, current.version, true, unix_seconds(now))
+                .map_err(|e| server_error(&e))?;
         }
         Ok(Response::new(Status::Ok).with_meta("version", current.version.to_string()))
     }
@@ -474,7 +617,10 @@ impl Engine {
             return Err(Response::error(
                 Status::TooLarge,
                 "Too large",
-                &format!("The document would be {len} bytes; this server takes at most {}.", self.max_document_bytes),
+                &format!(
+                    "The document would be {len} bytes; this server takes at most {}.",
+                    self.max_document_bytes
+                ),
             ));
         }
         Ok(())
@@ -494,7 +640,9 @@ impl Engine {
 fn reserved_name(doc: &SafePath) -> Option<&'static str> {
     let name = doc.name()?;
     if pinned_version(name).is_some() {
-        return Some("A document name of the form `vN` would read as a version number; choose another name.");
+        return Some(
+            "A document name of the form `vN` would read as a version number; choose another name.",
+        );
     }
     if doc.segments().len() == 1 && (name == "health" || name.starts_with("sha256-")) {
         return Some("`/health` and `/sha256-…` are reserved at the root.");
@@ -523,9 +671,12 @@ mod tests {
         assert!(not_modified(&r, "e2", 0));
         assert!(!not_modified(&r, "e3", 0));
         // if-none-match wins over if-modified-since.
-        let r = Request::new(Verb::Fetch, "/a.md").with_meta("if-none-match", "x").with_meta("if-modified-since", "2030-01-01T00:00:00Z");
+        let r = Request::new(Verb::Fetch, "/a.md")
+            .with_meta("if-none-match", "x")
+            .with_meta("if-modified-since", "2030-01-01T00:00:00Z");
         assert!(!not_modified(&r, "e", 0));
-        let r = Request::new(Verb::Fetch, "/a.md").with_meta("if-modified-since", "1970-01-01T00:01:00Z");
+        let r = Request::new(Verb::Fetch, "/a.md")
+            .with_meta("if-modified-since", "1970-01-01T00:01:00Z");
         assert!(not_modified(&r, "e", 60));
         assert!(!not_modified(&r, "e", 61));
         let r = Request::new(Verb::Fetch, "/a.md").with_meta("if-modified-since", "garbage");

@@ -23,7 +23,11 @@ pub struct ImportReport {
 /// file becomes v1 of its document, or a new version when the document
 /// exists with other content. Hidden files and folders (leading `.`) and
 /// symlinks are skipped; `modified` is `now`.
-pub fn import(src_dir: &Path, dest_root: &Path, now: SystemTime) -> Result<ImportReport, StoreError> {
+pub fn import(
+    src_dir: &Path,
+    dest_root: &Path,
+    now: SystemTime,
+) -> Result<ImportReport, StoreError> {
     let io_err = |path: &Path| {
         let path = path.to_path_buf();
         move |source| StoreError::Import { path, source }
@@ -35,12 +39,17 @@ pub fn import(src_dir: &Path, dest_root: &Path, now: SystemTime) -> Result<Impor
     let now = crate::clock::unix_seconds(now);
     let mut stack = vec![(src_dir.to_path_buf(), Vec::<String>::new())];
     while let Some((dir, segments)) = stack.pop() {
-        let mut entries: Vec<_> = fs::read_dir(&dir).map_err(io_err(&dir))?.collect::<Result<_, _>>().map_err(io_err(&dir))?;
+        let mut entries: Vec<_> = fs::read_dir(&dir)
+            .map_err(io_err(&dir))?
+            .collect::<Result<_, _>>()
+            .map_err(io_err(&dir))?;
         entries.sort_by_key(fs::DirEntry::file_name);
         for entry in entries {
             let file = entry.path();
             let Ok(name) = entry.file_name().into_string() else {
-                report.skipped.push(format!("{}: the name is not UTF-8", file.display()));
+                report
+                    .skipped
+                    .push(format!("{}: the name is not UTF-8", file.display()));
                 continue;
             };
             if name.starts_with('.') {
@@ -51,7 +60,10 @@ pub fn import(src_dir: &Path, dest_root: &Path, now: SystemTime) -> Result<Impor
             child.push(name.clone());
             if kind.is_dir() {
                 if name == crate::versioned::VERSIONS_DIR {
-                    report.skipped.push(format!("{}: `versions` is the store's own folder name", file.display()));
+                    report.skipped.push(format!(
+                        "{}: `versions` is the store's own folder name",
+                        file.display()
+                    ));
                 } else {
                     stack.push((file, child));
                 }
@@ -61,26 +73,48 @@ pub fn import(src_dir: &Path, dest_root: &Path, now: SystemTime) -> Result<Impor
                 continue;
             }
             let Some(doc) = SafePath::from_segments(child, false) else {
-                report.skipped.push(format!("{}: the name cannot be a document path", file.display()));
+                report.skipped.push(format!(
+                    "{}: the name cannot be a document path",
+                    file.display()
+                ));
                 continue;
             };
             let content = fs::read(&file).map_err(io_err(&file))?;
             match store.prepare_document(&doc) {
                 Ok(()) => {}
-                Err(FolderProblem::Io(e)) => return Err(StoreError::Import { path: file, source: e }),
+                Err(FolderProblem::Io(e)) => {
+                    return Err(StoreError::Import {
+                        path: file,
+                        source: e,
+                    });
+                }
                 Err(FolderProblem::Escapes | FolderProblem::InTheWay(_)) => {
-                    report.skipped.push(format!("{}: something else is in the way at {}", file.display(), doc.decoded()));
+                    report.skipped.push(format!(
+                        "{}: something else is in the way at {}",
+                        file.display(),
+                        doc.decoded()
+                    ));
                     continue;
                 }
             }
             let current = store.current(&doc).map_err(io_err(&file))?;
-            if current.as_ref().is_some_and(|c| c.body() == content.as_slice()) {
+            if current
+                .as_ref()
+                .is_some_and(|c| c.body() == content.as_slice())
+            {
                 report.unchanged += 1;
                 continue;
             }
-            match store.write_next(&doc, current.as_ref(), &content, now).map_err(io_err(&file))? {
+            match store
+                .write_next(&doc, current.as_ref(), &content, now)
+                .map_err(io_err(&file))?
+            {
                 Some(_) => report.imported += 1,
-                None => report.skipped.push(format!("{}: another writer changed {} during the import", file.display(), doc.decoded())),
+                None => report.skipped.push(format!(
+                    "{}: another writer changed {} during the import",
+                    file.display(),
+                    doc.decoded()
+                )),
             }
         }
     }
@@ -109,7 +143,11 @@ mod tests {
         assert!(dest.path().join("notes/deep/versions/a.md.v1").is_file());
         assert!(!dest.path().join("notes/versions").exists());
         assert!(!dest.path().join(".git").exists());
-        assert!(fs::read(dest.path().join("notes/deep/a.md")).unwrap().ends_with(b"# A\n"));
+        assert!(
+            fs::read(dest.path().join("notes/deep/a.md"))
+                .unwrap()
+                .ends_with(b"# A\n")
+        );
         let again = import(src.path(), dest.path(), UNIX_EPOCH).unwrap();
         assert_eq!((again.imported, again.unchanged), (0, 2));
     }

@@ -120,7 +120,11 @@ impl LookupQuery {
     /// Reads `query`, `filter`, `limit` and `match` from request metadata.
     /// The error is one sentence for a `bad-request` body.
     pub fn from_metadata(meta: &Metadata) -> Result<LookupQuery, String> {
-        let raw = meta.get("query").map(str::trim).filter(|q| !q.is_empty()).ok_or("LOOKUP needs a `query` (words, or `*` for everything).")?;
+        let raw = meta
+            .get("query")
+            .map(str::trim)
+            .filter(|q| !q.is_empty())
+            .ok_or("LOOKUP needs a `query` (words, or `*` for everything).")?;
         let terms = if raw == "*" {
             Terms::All
         } else {
@@ -134,33 +138,62 @@ impl LookupQuery {
                 }
             }
             if words.is_empty() {
-                return Err(format!("The query `{raw}` has no word of at least 2 characters."));
+                return Err(format!(
+                    "The query `{raw}` has no word of at least 2 characters."
+                ));
             }
             Terms::Words(words)
         };
         let mut filters = Vec::new();
-        for clause in meta.get("filter").unwrap_or("").split(',').map(str::trim).filter(|c| !c.is_empty()) {
-            let (key, value) = clause.split_once('=').map(|(k, v)| (k.trim(), v.trim())).ok_or_else(|| format!("Filter `{clause}` is not `key=value`."))?;
-            let time = || parse_time_or_date(value).ok_or_else(|| format!("Filter `{clause}` needs an RFC 3339 time or a YYYY-MM-DD date."));
+        for clause in meta
+            .get("filter")
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+        {
+            let (key, value) = clause
+                .split_once('=')
+                .map(|(k, v)| (k.trim(), v.trim()))
+                .ok_or_else(|| format!("Filter `{clause}` is not `key=value`."))?;
+            let time = || {
+                parse_time_or_date(value).ok_or_else(|| {
+                    format!("Filter `{clause}` needs an RFC 3339 time or a YYYY-MM-DD date.")
+                })
+            };
             filters.push(match key {
                 "tag" if !value.is_empty() => Filter::Tag(value.to_lowercase()),
                 "modified-after" => Filter::ModifiedAfter(time()?),
                 "modified-before" => Filter::ModifiedBefore(time()?),
-                _ => return Err(format!("Unknown filter `{clause}`; use tag=, modified-after= or modified-before=.")),
+                _ => {
+                    return Err(format!(
+                        "Unknown filter `{clause}`; use tag=, modified-after= or modified-before=."
+                    ));
+                }
             });
         }
         let limit = match meta.get("limit").map(str::trim) {
             None => DEFAULT_LIMIT,
             Some(v) => match v.parse::<usize>() {
                 Ok(n) if n >= 1 => n.min(MAX_LIMIT),
-                _ => return Err(format!("`limit: {v}` must be a whole number from 1 to {MAX_LIMIT}.")),
+                _ => {
+                    return Err(format!(
+                        "`limit: {v}` must be a whole number from 1 to {MAX_LIMIT}."
+                    ));
+                }
             },
         };
         let mode = match meta.get("match").map(str::trim) {
             None => MatchMode::Catalog,
-            Some(m) => MatchMode::parse(m).ok_or_else(|| format!("`match: {m}` must be catalog or body."))?,
+            Some(m) => MatchMode::parse(m)
+                .ok_or_else(|| format!("`match: {m}` must be catalog or body."))?,
         };
-        Ok(LookupQuery { terms, filters, limit, mode })
+        Ok(LookupQuery {
+            terms,
+            filters,
+            limit,
+            mode,
+        })
     }
 }
 
@@ -196,12 +229,30 @@ struct IndexedDoc {
 
 /// The analysis of one document: everything LOOKUP reads from markdown.
 /// The one place that parses (with `markdown-slice`).
-fn analyze(path: &SafePath, stamp: Stamp, bytes: &[u8], modified: i64, content_hash: String) -> IndexedDoc {
+fn analyze(
+    path: &SafePath,
+    stamp: Stamp,
+    bytes: &[u8],
+    modified: i64,
+    content_hash: String,
+) -> IndexedDoc {
     let source = String::from_utf8_lossy(bytes).into_owned();
     let doc = Document::parse(source.as_str());
     let fm = doc.frontmatter();
-    let title = doc.title().map(str::trim).filter(|t| !t.is_empty()).map_or_else(|| path.name().unwrap_or("").to_string(), str::to_string);
-    let tags: Vec<String> = fm.map(|f| f.tags.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect()).unwrap_or_default();
+    let title = doc
+        .title()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map_or_else(|| path.name().unwrap_or("").to_string(), str::to_string);
+    let tags: Vec<String> = fm
+        .map(|f| {
+            f.tags
+                .iter()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
     let importance = fm
         .and_then(|f| f.extra.get("importance"))
         .and_then(|v| v.trim().parse::<f64>().ok())
@@ -219,11 +270,20 @@ fn analyze(path: &SafePath, stamp: Stamp, bytes: &[u8], modified: i64, content_h
     let mut preamble_counts = HashMap::new();
     let preamble_len = count_words(&source[preamble.clone()], &mut preamble_counts);
     if preamble_len > 0 {
-        sections.push(Section { anchor: None, heading: None, trail: HashMap::new(), text: preamble_counts, len: preamble_len, range: preamble });
+        sections.push(Section {
+            anchor: None,
+            heading: None,
+            trail: HashMap::new(),
+            text: preamble_counts,
+            len: preamble_len,
+            range: preamble,
+        });
     }
     let mut heading_counts = HashMap::new();
     for (i, h) in headings_list.iter().enumerate() {
-        let own_end = headings_list.get(i + 1).map_or(doc.body_range().end, |next| next.line.start);
+        let own_end = headings_list
+            .get(i + 1)
+            .map_or(doc.body_range().end, |next| next.line.start);
         let range = h.line.end.min(own_end)..own_end;
         let mut trail = HashMap::new();
         let mut trail_len = count_words(&h.text, &mut trail);
@@ -235,7 +295,14 @@ fn analyze(path: &SafePath, stamp: Stamp, bytes: &[u8], modified: i64, content_h
         count_words(&h.text, &mut heading_counts);
         let mut text = HashMap::new();
         let text_len = count_words(source.get(range.clone()).unwrap_or(""), &mut text);
-        sections.push(Section { anchor: h.anchor.clone(), heading: Some(h.text.clone()), trail, text, len: text_len + trail_len, range });
+        sections.push(Section {
+            anchor: h.anchor.clone(),
+            heading: Some(h.text.clone()),
+            trail,
+            text,
+            len: text_len + trail_len,
+            range,
+        });
     }
     let mut len = 0;
     for s in &sections {
@@ -245,7 +312,20 @@ fn analyze(path: &SafePath, stamp: Stamp, bytes: &[u8], modified: i64, content_h
         }
     }
     len += heading_counts.values().sum::<u32>() + meta.values().sum::<u32>();
-    IndexedDoc { stamp, title, tags, importance, modified, content_hash, meta, headings: heading_counts, text: text_counts, len, sections, body: source }
+    IndexedDoc {
+        stamp,
+        title,
+        tags,
+        importance,
+        modified,
+        content_hash,
+        meta,
+        headings: heading_counts,
+        text: text_counts,
+        len,
+        sections,
+        body: source,
+    }
 }
 
 /// The index: one entry per document, refreshed lazily by stamp.
@@ -267,7 +347,10 @@ impl LookupResult {
         if query.mode == MatchMode::Body {
             resp = resp.with_meta("match", MatchMode::Body.as_str());
         }
-        resp.with_body(mark_proto::lookup::write(&LookupTable { mode: query.mode, rows: self.rows }))
+        resp.with_body(mark_proto::lookup::write(&LookupTable {
+            mode: query.mode,
+            rows: self.rows,
+        }))
     }
 }
 
@@ -302,7 +385,10 @@ fn tf(counts: &HashMap<String, u32>, t: &str) -> f64 {
 }
 
 fn section_matches(doc: &IndexedDoc, s: &Section, terms: &[String]) -> bool {
-    terms.iter().all(|t| has(&doc.meta, t) || has(&s.trail, t) || has(&s.text, t)) && terms.iter().any(|t| has(&s.trail, t) || has(&s.text, t))
+    terms
+        .iter()
+        .all(|t| has(&doc.meta, t) || has(&s.trail, t) || has(&s.text, t))
+        && terms.iter().any(|t| has(&s.trail, t) || has(&s.text, t))
 }
 
 fn section_tf(doc: &IndexedDoc, s: &Section, t: &str) -> f64 {
@@ -319,7 +405,9 @@ fn snippet(text: &str, terms: &Terms) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let hit = match terms {
         Terms::All => 0,
-        Terms::Words(words) => word_spans(&flat).find(|(_, w)| words.contains(&w.to_lowercase())).map_or(0, |(i, _)| i),
+        Terms::Words(words) => word_spans(&flat)
+            .find(|(_, w)| words.contains(&w.to_lowercase()))
+            .map_or(0, |(i, _)| i),
     };
     // Start a little before the hit, at a word boundary, for context.
     let mut start = hit.saturating_sub(60);
@@ -336,7 +424,11 @@ fn snippet(text: &str, terms: &Terms) -> String {
     for (i, c) in rest.char_indices() {
         let c_cost = c.len_utf8() + usize::from(ESCAPED.contains(&c));
         // Leave room for a closing ellipsis when the text goes on.
-        let room = if rest.len() - i > c.len_utf8() { MAX_SNIPPET - " …".len() } else { MAX_SNIPPET };
+        let room = if rest.len() - i > c.len_utf8() {
+            MAX_SNIPPET - " …".len()
+        } else {
+            MAX_SNIPPET
+        };
         if cost + c_cost > room {
             out.push_str(" …");
             return out;
@@ -353,12 +445,19 @@ impl Catalog {
         let found = store.walk(scope)?;
         let mut paths = Vec::with_capacity(found.len());
         let live: std::collections::BTreeSet<&SafePath> = found.iter().map(|(p, _)| p).collect();
-        self.docs.retain(|p, _| !p.starts_with(scope) || live.contains(p));
+        self.docs
+            .retain(|p, _| !p.starts_with(scope) || live.contains(p));
         for (path, stamp) in &found {
             if self.docs.get(path).is_none_or(|d| d.stamp != *stamp) {
                 match store.current(path)? {
                     Some(snap) => {
-                        let doc = analyze(path, *stamp, snap.body(), snap.modified, snap.content_hash());
+                        let doc = analyze(
+                            path,
+                            *stamp,
+                            snap.body(),
+                            snap.modified,
+                            snap.content_hash(),
+                        );
                         self.docs.insert(path.clone(), doc);
                     }
                     None => {
@@ -373,16 +472,30 @@ impl Catalog {
     }
 
     /// Documents (not archived) whose served body has `content_hash`, by path.
-    pub(crate) fn find_by_content_hash(&mut self, store: &Store, content_hash: &str) -> io::Result<Vec<SafePath>> {
+    pub(crate) fn find_by_content_hash(
+        &mut self,
+        store: &Store,
+        content_hash: &str,
+    ) -> io::Result<Vec<SafePath>> {
         let paths = self.refresh(store, &SafePath::root())?;
         Ok(paths
             .into_iter()
-            .filter(|p| self.docs.get(p).is_some_and(|d| !d.stamp.archived && d.content_hash == content_hash))
+            .filter(|p| {
+                self.docs
+                    .get(p)
+                    .is_some_and(|d| !d.stamp.archived && d.content_hash == content_hash)
+            })
             .collect())
     }
 
     /// Runs `query` over the documents in `scope` that `readable` allows.
-    pub(crate) fn search(&mut self, store: &Store, scope: &SafePath, query: &LookupQuery, readable: &dyn Fn(&SafePath) -> bool) -> io::Result<LookupResult> {
+    pub(crate) fn search(
+        &mut self,
+        store: &Store,
+        scope: &SafePath,
+        query: &LookupQuery,
+        readable: &dyn Fn(&SafePath) -> bool,
+    ) -> io::Result<LookupResult> {
         let paths = self.refresh(store, scope)?;
         let candidates: Vec<(&SafePath, &IndexedDoc)> = paths
             .iter()
@@ -395,48 +508,93 @@ impl Catalog {
             Terms::All => &[],
             Terms::Words(w) => w,
         };
-        let doc_stats = stats(words, candidates.iter().map(|(_, d)| (d.len, Box::new(move |t: &str| has(&d.meta, t) || has(&d.headings, t) || has(&d.text, t)) as Box<dyn Fn(&str) -> bool>)));
+        let doc_stats = stats(
+            words,
+            candidates.iter().map(|(_, d)| {
+                (
+                    d.len,
+                    Box::new(move |t: &str| {
+                        has(&d.meta, t) || has(&d.headings, t) || has(&d.text, t)
+                    }) as Box<dyn Fn(&str) -> bool>,
+                )
+            }),
+        );
         let section_stats = stats(
             words,
             candidates.iter().flat_map(|(_, d)| {
-                d.sections
-                    .iter()
-                    .map(move |s| (s.len, Box::new(move |t: &str| has(&d.meta, t) || has(&s.trail, t) || has(&s.text, t)) as Box<dyn Fn(&str) -> bool>))
+                d.sections.iter().map(move |s| {
+                    (
+                        s.len,
+                        Box::new(move |t: &str| {
+                            has(&d.meta, t) || has(&s.trail, t) || has(&s.text, t)
+                        }) as Box<dyn Fn(&str) -> bool>,
+                    )
+                })
             }),
         );
         for (path, doc) in &candidates {
             let all = matches!(query.terms, Terms::All);
-            let doc_row = query.mode == MatchMode::Catalog && (all || words.iter().all(|t| has(&doc.meta, t)));
+            let doc_row = query.mode == MatchMode::Catalog
+                && (all || words.iter().all(|t| has(&doc.meta, t)));
             if doc_row {
-                let score = if all { 1.0 } else { doc_stats.score(words, doc.len, |t| doc_tf(doc, t)) };
-                scored.push((score * factor(doc), LookupRow::document(path.encoded(), doc.importance, doc.title.clone(), doc.tags.clone())));
+                let score = if all {
+                    1.0
+                } else {
+                    doc_stats.score(words, doc.len, |t| doc_tf(doc, t))
+                };
+                scored.push((
+                    score * factor(doc),
+                    LookupRow::document(
+                        path.encoded(),
+                        doc.importance,
+                        doc.title.clone(),
+                        doc.tags.clone(),
+                    ),
+                ));
                 continue;
             }
             for s in &doc.sections {
                 if !(all || section_matches(doc, s, words)) {
                     continue;
                 }
-                let score = if all { 1.0 } else { section_stats.score(words, s.len, |t| section_tf(doc, s, t)) };
+                let score = if all {
+                    1.0
+                } else {
+                    section_stats.score(words, s.len, |t| section_tf(doc, s, t))
+                };
                 let title = match &s.heading {
                     Some(h) => format!("{} › {h}", doc.title),
                     None => doc.title.clone(),
                 };
-                let mut row = LookupRow::document(path.encoded(), doc.importance, title, doc.tags.clone());
+                let mut row =
+                    LookupRow::document(path.encoded(), doc.importance, title, doc.tags.clone());
                 row.anchor = s.anchor.clone();
                 if query.mode == MatchMode::Body {
-                    row.snippet = Some(snippet(doc.body.get(s.range.clone()).unwrap_or(""), &query.terms));
+                    row.snippet = Some(snippet(
+                        doc.body.get(s.range.clone()).unwrap_or(""),
+                        &query.terms,
+                    ));
                 }
                 scored.push((score * factor(doc), row));
             }
         }
-        scored.sort_by(|(sa, a), (sb, b)| sb.total_cmp(sa).then_with(|| a.path.cmp(&b.path)).then_with(|| a.anchor.cmp(&b.anchor)));
+        scored.sort_by(|(sa, a), (sb, b)| {
+            sb.total_cmp(sa)
+                .then_with(|| a.path.cmp(&b.path))
+                .then_with(|| a.anchor.cmp(&b.anchor))
+        });
         scored.truncate(query.limit);
-        Ok(LookupResult { rows: scored.into_iter().map(|(_, r)| r).collect() })
+        Ok(LookupResult {
+            rows: scored.into_iter().map(|(_, r)| r).collect(),
+        })
     }
 }
 
 /// Units, average length and per-term document frequency.
-fn stats<'a>(terms: &[String], units: impl Iterator<Item = (u32, Box<dyn Fn(&str) -> bool + 'a>)>) -> Stats {
+fn stats<'a>(
+    terms: &[String],
+    units: impl Iterator<Item = (u32, Box<dyn Fn(&str) -> bool + 'a>)>,
+) -> Stats {
     let mut count = 0.0;
     let mut total_len = 0.0;
     let mut df = vec![0.0; terms.len()];
@@ -449,7 +607,11 @@ fn stats<'a>(terms: &[String], units: impl Iterator<Item = (u32, Box<dyn Fn(&str
             }
         }
     }
-    Stats { units: count, avg_len: if count > 0.0 { total_len / count } else { 1.0 }, df }
+    Stats {
+        units: count,
+        avg_len: if count > 0.0 { total_len / count } else { 1.0 },
+        df,
+    }
 }
 
 fn passes(doc: &IndexedDoc, filters: &[Filter]) -> bool {

@@ -13,7 +13,10 @@ pub(crate) fn generate(name: &str, mode: StoreMode, max_document_bytes: usize) -
              - APPEND /path: add text to the current version (`expected-version` required)\n\
              - ARCHIVE /path: flag the current version archived\n",
         ),
-        StoreMode::Flat => ("flat, read-only (every `.md` file is a document at version 1)", ""),
+        StoreMode::Flat => (
+            "flat, read-only (every `.md` file is a document at version 1)",
+            "",
+        ),
     };
     format!(
         "# {name}\n\n\

@@ -11,7 +11,11 @@ use std::path::{Path, PathBuf};
 
 /// Characters left as they are in an encoded path segment (RFC 3986
 /// unreserved); everything else is percent-encoded.
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 /// Percent-encodes one path segment for a link or a URL.
 pub(crate) fn encode_segment(segment: &str) -> String {
@@ -29,7 +33,10 @@ pub(crate) struct SafePath {
 impl SafePath {
     /// The root, `/`.
     pub(crate) fn root() -> SafePath {
-        SafePath { segments: Vec::new(), dir_form: true }
+        SafePath {
+            segments: Vec::new(),
+            dir_form: true,
+        }
     }
 
     /// Decodes and checks a raw request path; `None` means `not-found`.
@@ -58,7 +65,10 @@ impl SafePath {
 
     /// A path from already-decoded segments (from a directory walk).
     pub(crate) fn from_segments(segments: Vec<String>, dir_form: bool) -> Option<SafePath> {
-        segments.iter().all(|s| segment_is_safe(s)).then_some(SafePath { segments, dir_form })
+        segments
+            .iter()
+            .all(|s| segment_is_safe(s))
+            .then_some(SafePath { segments, dir_form })
     }
 
     /// The decoded segments.
@@ -80,7 +90,10 @@ impl SafePath {
     pub(crate) fn parent(&self) -> SafePath {
         let mut segments = self.segments.clone();
         segments.pop();
-        SafePath { segments, dir_form: true }
+        SafePath {
+            segments,
+            dir_form: true,
+        }
     }
 
     /// This path with one more segment.
@@ -92,7 +105,10 @@ impl SafePath {
 
     /// The same path in document form (no trailing slash).
     pub(crate) fn as_document(&self) -> SafePath {
-        SafePath { segments: self.segments.clone(), dir_form: false }
+        SafePath {
+            segments: self.segments.clone(),
+            dir_form: false,
+        }
     }
 
     /// Decoded text without a trailing slash: `/a/b.md`, `/` for the root.
@@ -177,7 +193,10 @@ mod tests {
         assert!(d.is_dir_form());
         assert_eq!(d.encoded(), "/a/b/");
         assert_eq!(d.decoded(), "/a/b");
-        assert_eq!(SafePath::parse("/a/b.md").unwrap().parent(), SafePath::parse("/a/").unwrap());
+        assert_eq!(
+            SafePath::parse("/a/b.md").unwrap().parent(),
+            SafePath::parse("/a/").unwrap()
+        );
     }
 
     #[test]

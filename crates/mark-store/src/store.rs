@@ -3,9 +3,9 @@
 //! [`SafePath`] and proves containment in the root before touching a file.
 
 use crate::clock::unix_seconds;
-use mark_proto::list::ListEntry;
 use crate::paths::{SafePath, is_contained};
 use crate::versioned::{self, FolderIndex, History, VERSIONS_DIR, sha256_hex};
+use mark_proto::list::ListEntry;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -81,7 +81,14 @@ pub(crate) struct Store {
 fn not_found_is_none<T>(r: io::Result<T>) -> io::Result<Option<T>> {
     match r {
         Ok(v) => Ok(Some(v)),
-        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => Ok(None),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Ok(None)
+        }
         Err(e) => Err(e),
     }
 }
@@ -112,9 +119,9 @@ impl Store {
     /// Whether a path may be served at all: no hidden segment, and in a
     /// versioned store no `versions` segment (the store's own folders).
     pub(crate) fn visible(&self, path: &SafePath) -> bool {
-        path.segments()
-            .iter()
-            .all(|s| !(s.starts_with('.') || (self.mode == StoreMode::Versioned && s == VERSIONS_DIR)))
+        path.segments().iter().all(|s| {
+            !(s.starts_with('.') || (self.mode == StoreMode::Versioned && s == VERSIONS_DIR))
+        })
     }
 
     /// The folder `dir` names, when it exists inside the root.
@@ -149,8 +156,12 @@ impl Store {
         match self.mode {
             StoreMode::Flat => self.flat_snapshot(doc),
             StoreMode::Versioned => {
-                let Some((vdir, link, name)) = self.versioned_parts(doc) else { return Ok(None) };
-                let Some(n) = versioned::current_version(&vdir, &link, &name)? else { return Ok(None) };
+                let Some((vdir, link, name)) = self.versioned_parts(doc) else {
+                    return Ok(None);
+                };
+                let Some(n) = versioned::current_version(&vdir, &link, &name)? else {
+                    return Ok(None);
+                };
                 self.versioned_snapshot(&vdir, &name, n)
             }
         }
@@ -161,41 +172,71 @@ impl Store {
         match self.mode {
             StoreMode::Flat => Ok(self.flat_snapshot(doc)?.filter(|_| n == 1)),
             StoreMode::Versioned => {
-                let Some((vdir, _, name)) = self.versioned_parts(doc) else { return Ok(None) };
+                let Some((vdir, _, name)) = self.versioned_parts(doc) else {
+                    return Ok(None);
+                };
                 self.versioned_snapshot(&vdir, &name, n)
             }
         }
     }
 
     fn flat_snapshot(&self, doc: &SafePath) -> io::Result<Option<Snapshot>> {
-        let Some(path) = self.flat_file(doc) else { return Ok(None) };
-        let Some(bytes) = not_found_is_none(fs::read(&path))? else { return Ok(None) };
-        let modified = fs::metadata(&path)?.modified().map(unix_seconds).unwrap_or(0);
-        Ok(Some(Snapshot { version: 1, bytes, body_start: 0, modified, archived: false }))
+        let Some(path) = self.flat_file(doc) else {
+            return Ok(None);
+        };
+        let Some(bytes) = not_found_is_none(fs::read(&path))? else {
+            return Ok(None);
+        };
+        let modified = fs::metadata(&path)?
+            .modified()
+            .map(unix_seconds)
+            .unwrap_or(0);
+        Ok(Some(Snapshot {
+            version: 1,
+            bytes,
+            body_start: 0,
+            modified,
+            archived: false,
+        }))
     }
 
     fn versioned_snapshot(&self, vdir: &Path, name: &str, n: u64) -> io::Result<Option<Snapshot>> {
-        let Some(bytes) = versioned::read_version(vdir, name, n)? else { return Ok(None) };
-        let header = versioned::parse_header(&bytes)
-            .map_err(|why| io::Error::other(format!("version file {name}.v{n} is damaged: {why}")))?;
+        let Some(bytes) = versioned::read_version(vdir, name, n)? else {
+            return Ok(None);
+        };
+        let header = versioned::parse_header(&bytes).map_err(|why| {
+            io::Error::other(format!("version file {name}.v{n} is damaged: {why}"))
+        })?;
         let modified = match header.modified {
             Some(m) => m,
-            None => fs::metadata(vdir.join(versioned::version_file_name(name, n)))?.modified().map(unix_seconds).unwrap_or(0),
+            None => fs::metadata(vdir.join(versioned::version_file_name(name, n)))?
+                .modified()
+                .map(unix_seconds)
+                .unwrap_or(0),
         };
         // Writers clear the marker with every new version, so a marker
         // naming `n` means `n` is the archived current version.
         let archived = versioned::archived_version(vdir, name)? == Some(n);
-        Ok(Some(Snapshot { version: n, bytes, body_start: header.body_start, modified, archived }))
+        Ok(Some(Snapshot {
+            version: n,
+            bytes,
+            body_start: header.body_start,
+            modified,
+            archived,
+        }))
     }
 
     /// The history of `doc` with its chain checked; `None` when it is not a document.
     pub(crate) fn history(&self, doc: &SafePath) -> io::Result<Option<History>> {
         match self.mode {
-            StoreMode::Flat => Ok(self
-                .flat_snapshot(doc)?
-                .map(|s| History { versions: vec![(1, s.modified)], chain_error: None })),
+            StoreMode::Flat => Ok(self.flat_snapshot(doc)?.map(|s| History {
+                versions: vec![(1, s.modified)],
+                chain_error: None,
+            })),
             StoreMode::Versioned => {
-                let Some((vdir, _, name)) = self.versioned_parts(doc) else { return Ok(None) };
+                let Some((vdir, _, name)) = self.versioned_parts(doc) else {
+                    return Ok(None);
+                };
                 let h = versioned::history(&vdir, &name)?;
                 Ok((!h.versions.is_empty()).then_some(h))
             }
@@ -203,13 +244,21 @@ impl Store {
     }
 
     /// The entries of folder `dir`, sorted by name; `None` when it is not a folder.
-    pub(crate) fn list(&self, dir: &SafePath, include_archived: bool) -> io::Result<Option<Vec<ListEntry>>> {
-        let Some(folder) = self.folder(dir) else { return Ok(None) };
+    pub(crate) fn list(
+        &self,
+        dir: &SafePath,
+        include_archived: bool,
+    ) -> io::Result<Option<Vec<ListEntry>>> {
+        let Some(folder) = self.folder(dir) else {
+            return Ok(None);
+        };
         let mut entries = Vec::new();
         for (name, kind) in self.folder_children(&folder)? {
             match kind {
                 Child::Dir => entries.push(ListEntry::dir(name)),
-                Child::Doc(stamp) if include_archived || !stamp.archived => entries.push(ListEntry::file(name)),
+                Child::Doc(stamp) if include_archived || !stamp.archived => {
+                    entries.push(ListEntry::file(name))
+                }
                 Child::Doc(_) => {}
             }
         }
@@ -224,17 +273,28 @@ impl Store {
             let doc = scope.as_document();
             if let Some(s) = self.current(&doc)? {
                 let stamp = match self.mode {
-                    StoreMode::Versioned => Stamp { version: s.version, archived: s.archived, len: 0, mtime_ns: 0 },
+                    StoreMode::Versioned => Stamp {
+                        version: s.version,
+                        archived: s.archived,
+                        len: 0,
+                        mtime_ns: 0,
+                    },
                     StoreMode::Flat => {
                         let m = fs::metadata(doc.under(&self.root))?;
-                        Stamp { version: 1, archived: false, len: m.len(), mtime_ns: mtime_ns(&m) }
+                        Stamp {
+                            version: 1,
+                            archived: false,
+                            len: m.len(),
+                            mtime_ns: mtime_ns(&m),
+                        }
                     }
                 };
                 out.push((doc, stamp));
                 return Ok(out);
             }
         }
-        let dir = SafePath::from_segments(scope.segments().to_vec(), true).unwrap_or_else(SafePath::root);
+        let dir =
+            SafePath::from_segments(scope.segments().to_vec(), true).unwrap_or_else(SafePath::root);
         if let Some(folder) = self.folder(&dir) {
             self.walk_folder(&dir, &folder, 0, &mut out)?;
         }
@@ -242,7 +302,13 @@ impl Store {
         Ok(out)
     }
 
-    fn walk_folder(&self, dir: &SafePath, folder: &Path, depth: usize, out: &mut Vec<(SafePath, Stamp)>) -> io::Result<()> {
+    fn walk_folder(
+        &self,
+        dir: &SafePath,
+        folder: &Path,
+        depth: usize,
+        out: &mut Vec<(SafePath, Stamp)>,
+    ) -> io::Result<()> {
         for (name, kind) in self.folder_children(folder)? {
             match kind {
                 Child::Dir if depth < MAX_DEPTH => {
@@ -261,7 +327,9 @@ impl Store {
         let mut out = Vec::new();
         for entry in fs::read_dir(folder)? {
             let entry = entry?;
-            let Ok(name) = entry.file_name().into_string() else { continue };
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
             if name.starts_with('.') {
                 continue;
             }
@@ -278,7 +346,12 @@ impl Store {
                     } else if name.ends_with(".md") && is_contained(&self.root, &entry.path()) {
                         let m = fs::metadata(entry.path())?;
                         if m.is_file() {
-                            let stamp = Stamp { version: 1, archived: false, len: m.len(), mtime_ns: mtime_ns(&m) };
+                            let stamp = Stamp {
+                                version: 1,
+                                archived: false,
+                                len: m.len(),
+                                mtime_ns: mtime_ns(&m),
+                            };
                             out.push((name, Child::Doc(stamp)));
                         }
                     }
@@ -293,7 +366,15 @@ impl Store {
                         continue;
                     }
                     let archived = archived == Some(n);
-                    out.push((name, Child::Doc(Stamp { version: n, archived, len: 0, mtime_ns: 0 })));
+                    out.push((
+                        name,
+                        Child::Doc(Stamp {
+                            version: n,
+                            archived,
+                            len: 0,
+                            mtime_ns: 0,
+                        }),
+                    ));
                 }
             }
         }
@@ -349,7 +430,9 @@ impl Store {
                 }
                 Ok(_) => return Err(FolderProblem::InTheWay(shown)),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => match fs::create_dir(&dir) {
-                    Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(FolderProblem::Io(e)),
+                    Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+                        return Err(FolderProblem::Io(e));
+                    }
                     _ => {}
                 },
                 Err(e) => return Err(FolderProblem::Io(e)),
@@ -366,8 +449,15 @@ impl Store {
     /// Writes the version after `current` (or v1) with `content`, then
     /// points the link at it. `Ok(None)` when another writer took that
     /// number first: re-read and decide again.
-    pub(crate) fn write_next(&self, doc: &SafePath, current: Option<&Snapshot>, content: &[u8], now: i64) -> io::Result<Option<Snapshot>> {
-        let (vdir, link, name) = write_parts(self, doc).ok_or_else(|| io::Error::other("the document's folder vanished"))?;
+    pub(crate) fn write_next(
+        &self,
+        doc: &SafePath,
+        current: Option<&Snapshot>,
+        content: &[u8],
+        now: i64,
+    ) -> io::Result<Option<Snapshot>> {
+        let (vdir, link, name) = write_parts(self, doc)
+            .ok_or_else(|| io::Error::other("the document's folder vanished"))?;
         let n = current.map_or(1, |c| c.version + 1);
         let bytes = versioned::encode_version(n, current.map(|c| c.bytes.as_slice()), now, content);
         if !versioned::write_version(&vdir, &name, n, &bytes)? {
@@ -384,13 +474,30 @@ impl Store {
             tracing::warn!(document = %doc.decoded(), error = %e, "could not clear a stale archive marker");
         }
         let body_start = bytes.len() - content.len();
-        Ok(Some(Snapshot { version: n, bytes, body_start, modified: now, archived: false }))
+        Ok(Some(Snapshot {
+            version: n,
+            bytes,
+            body_start,
+            modified: now,
+            archived: false,
+        }))
     }
 
     /// Flags or unflags the current version `n` of `doc` as archived.
-    pub(crate) fn set_archived(&self, doc: &SafePath, n: u64, archived: bool, now: i64) -> io::Result<()> {
-        let (vdir, _, name) = write_parts(self, doc).ok_or_else(|| io::Error::other("the document's folder vanished"))?;
-        if archived { versioned::set_archived(&vdir, &name, n, now) } else { versioned::clear_archived(&vdir, &name) }
+    pub(crate) fn set_archived(
+        &self,
+        doc: &SafePath,
+        n: u64,
+        archived: bool,
+        now: i64,
+    ) -> io::Result<()> {
+        let (vdir, _, name) = write_parts(self, doc)
+            .ok_or_else(|| io::Error::other("the document's folder vanished"))?;
+        if archived {
+            versioned::set_archived(&vdir, &name, n, now)
+        } else {
+            versioned::clear_archived(&vdir, &name)
+        }
     }
 }
 

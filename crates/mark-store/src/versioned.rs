@@ -42,12 +42,20 @@ pub(crate) struct Header {
 }
 
 /// Writes a version file: store frontmatter, then `content` verbatim.
-pub(crate) fn encode_version(version: u64, previous: Option<&[u8]>, modified: i64, content: &[u8]) -> Vec<u8> {
+pub(crate) fn encode_version(
+    version: u64,
+    previous: Option<&[u8]>,
+    modified: i64,
+    content: &[u8],
+) -> Vec<u8> {
     let mut out = format!("---\nversion: {version}\n");
     if let Some(prev) = previous {
         out.push_str(&format!("previous-hash: sha256-{}\n", sha256_hex(prev)));
     }
-    out.push_str(&format!("modified: {}\n---\n", crate::clock::format_rfc3339(modified)));
+    out.push_str(&format!(
+        "modified: {}\n---\n",
+        crate::clock::format_rfc3339(modified)
+    ));
     let mut bytes = out.into_bytes();
     bytes.extend_from_slice(content);
     bytes
@@ -59,23 +67,33 @@ pub(crate) fn parse_header(bytes: &[u8]) -> Result<Header, String> {
         .strip_prefix(b"---\n")
         .ok_or_else(|| "it does not start with a store frontmatter".to_string())?;
     let mut pos = 0;
-    let mut header = Header { version: 0, previous_hash: None, modified: None, body_start: 0 };
+    let mut header = Header {
+        version: 0,
+        previous_hash: None,
+        modified: None,
+        body_start: 0,
+    };
     let mut saw_version = false;
     loop {
         let end = rest[pos..]
             .iter()
             .position(|&b| b == b'\n')
             .ok_or_else(|| "its store frontmatter is not closed".to_string())?;
-        let line = std::str::from_utf8(&rest[pos..pos + end]).map_err(|_| "its store frontmatter is not UTF-8".to_string())?;
+        let line = std::str::from_utf8(&rest[pos..pos + end])
+            .map_err(|_| "its store frontmatter is not UTF-8".to_string())?;
         pos += end + 1;
         if line == "---" {
             break;
         }
-        let (key, value) = line.split_once(':').ok_or_else(|| format!("store frontmatter line `{line}` is not `key: value`"))?;
+        let (key, value) = line
+            .split_once(':')
+            .ok_or_else(|| format!("store frontmatter line `{line}` is not `key: value`"))?;
         let value = value.trim().trim_matches('"');
         match key.trim() {
             "version" => {
-                header.version = value.parse().map_err(|_| format!("`version: {value}` is not a number"))?;
+                header.version = value
+                    .parse()
+                    .map_err(|_| format!("`version: {value}` is not a number"))?;
                 saw_version = true;
             }
             "previous-hash" => header.previous_hash = Some(value.to_string()),
@@ -102,7 +120,11 @@ pub(crate) fn split_version_file_name(file: &str) -> Option<(&str, u64)> {
         return None;
     }
     let (name, digits) = file.rsplit_once(".v")?;
-    if name.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.starts_with('0') {
+    if name.is_empty()
+        || digits.is_empty()
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+        || digits.starts_with('0')
+    {
         return None;
     }
     Some((name, digits.parse().ok()?))
@@ -120,7 +142,8 @@ pub(crate) struct FolderIndex {
 impl FolderIndex {
     /// Reads `vdir`; a missing folder is empty.
     pub(crate) fn read(vdir: &Path) -> io::Result<FolderIndex> {
-        let mut highest: std::collections::BTreeMap<String, (u64, Option<u64>)> = Default::default();
+        let mut highest: std::collections::BTreeMap<String, (u64, Option<u64>)> =
+            Default::default();
         let entries = match fs::read_dir(vdir) {
             Ok(e) => e,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(FolderIndex::default()),
@@ -129,11 +152,16 @@ impl FolderIndex {
         let mut markers = Vec::new();
         for entry in entries {
             let entry = entry?;
-            let Ok(file) = entry.file_name().into_string() else { continue };
+            let Ok(file) = entry.file_name().into_string() else {
+                continue;
+            };
             if let Some((name, n)) = split_version_file_name(&file) {
                 let slot = highest.entry(name.to_string()).or_default();
                 slot.0 = slot.0.max(n);
-            } else if let Some(name) = file.strip_suffix(ARCHIVED_SUFFIX).filter(|n| !n.is_empty() && !file.starts_with('.')) {
+            } else if let Some(name) = file
+                .strip_suffix(ARCHIVED_SUFFIX)
+                .filter(|n| !n.is_empty() && !file.starts_with('.'))
+            {
                 markers.push(name.to_string());
             }
         }
@@ -142,7 +170,12 @@ impl FolderIndex {
                 slot.1 = archived_version(vdir, &name)?;
             }
         }
-        Ok(FolderIndex { docs: highest.into_iter().map(|(name, (n, a))| (name, n, a)).collect() })
+        Ok(FolderIndex {
+            docs: highest
+                .into_iter()
+                .map(|(name, (n, a))| (name, n, a))
+                .collect(),
+        })
     }
 }
 
@@ -150,12 +183,20 @@ impl FolderIndex {
 /// link names a candidate; numbers above it are probed because a crash can
 /// leave the link one step behind. Without a usable link the folder is read.
 pub(crate) fn current_version(vdir: &Path, doc_link: &Path, name: &str) -> io::Result<Option<u64>> {
-    let hint = fs::read_link(doc_link)
-        .ok()
-        .and_then(|target| target.file_name().and_then(|f| f.to_str()).and_then(|f| split_version_file_name(f).filter(|(n, _)| *n == name).map(|(_, v)| v)));
+    let hint = fs::read_link(doc_link).ok().and_then(|target| {
+        target.file_name().and_then(|f| f.to_str()).and_then(|f| {
+            split_version_file_name(f)
+                .filter(|(n, _)| *n == name)
+                .map(|(_, v)| v)
+        })
+    });
     let Some(mut n) = hint.filter(|n| vdir.join(version_file_name(name, *n)).is_file()) else {
         let index = FolderIndex::read(vdir)?;
-        return Ok(index.docs.iter().find(|(n, _, _)| n == name).map(|(_, v, _)| *v));
+        return Ok(index
+            .docs
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, v, _)| *v));
     };
     while vdir.join(version_file_name(name, n + 1)).is_file() {
         n += 1;
@@ -200,12 +241,20 @@ fn temp_path(dir: &Path, stem: &str) -> PathBuf {
 
 /// Writes version `n` of `name` exclusively. `Ok(false)` when `n` already
 /// exists (another writer won it); the file is then left untouched.
-pub(crate) fn write_version(vdir: &Path, name: &str, n: u64, file_bytes: &[u8]) -> io::Result<bool> {
+pub(crate) fn write_version(
+    vdir: &Path,
+    name: &str,
+    n: u64,
+    file_bytes: &[u8],
+) -> io::Result<bool> {
     fs::create_dir_all(vdir)?;
     let final_path = vdir.join(version_file_name(name, n));
     let temp = temp_path(vdir, &version_file_name(name, n));
     let result = (|| {
-        let mut f = OpenOptions::new().write(true).create_new(true).open(&temp)?;
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
         f.write_all(file_bytes)?;
         f.sync_all()?;
         drop(f);
@@ -225,7 +274,9 @@ pub(crate) fn write_version(vdir: &Path, name: &str, n: u64, file_bytes: &[u8]) 
 
 /// Points `doc_link` at `versions/name.v<N>` atomically (temp link + rename).
 pub(crate) fn switch_link(doc_link: &Path, name: &str, n: u64) -> io::Result<()> {
-    let dir = doc_link.parent().ok_or_else(|| io::Error::other("a document link has no parent folder"))?;
+    let dir = doc_link
+        .parent()
+        .ok_or_else(|| io::Error::other("a document link has no parent folder"))?;
     let target = Path::new(VERSIONS_DIR).join(version_file_name(name, n));
     if fs::read_link(doc_link).is_ok_and(|t| t == target) {
         return Ok(());
@@ -276,9 +327,18 @@ pub(crate) fn archived_version(vdir: &Path, name: &str) -> io::Result<Option<u64
 /// Writes the archive marker naming version `n` (temp file + rename).
 pub(crate) fn set_archived(vdir: &Path, name: &str, n: u64, now: i64) -> io::Result<()> {
     let temp = temp_path(vdir, name);
-    let mut f = OpenOptions::new().write(true).create_new(true).open(&temp)?;
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)?;
     let written = f
-        .write_all(format!("version: {n}\narchived: {}\n", crate::clock::format_rfc3339(now)).as_bytes())
+        .write_all(
+            format!(
+                "version: {n}\narchived: {}\n",
+                crate::clock::format_rfc3339(now)
+            )
+            .as_bytes(),
+        )
         .and_then(|()| f.sync_all())
         .and_then(|()| fs::rename(&temp, vdir.join(format!("{name}{ARCHIVED_SUFFIX}"))));
     if written.is_err() {
@@ -328,21 +388,30 @@ pub(crate) fn history(vdir: &Path, name: &str) -> io::Result<History> {
             previous = None;
             continue;
         };
-        let mtime = fs::metadata(vdir.join(version_file_name(name, n))).and_then(|m| m.modified()).map(crate::clock::unix_seconds).unwrap_or(0);
+        let mtime = fs::metadata(vdir.join(version_file_name(name, n)))
+            .and_then(|m| m.modified())
+            .map(crate::clock::unix_seconds)
+            .unwrap_or(0);
         match parse_header(&bytes) {
             Err(why) => note(&mut chain_error, format!("v{n} is unreadable: {why}")),
             Ok(h) => {
                 if h.version != n {
-                    note(&mut chain_error, format!("v{n} says it is version {}", h.version));
+                    note(
+                        &mut chain_error,
+                        format!("v{n} says it is version {}", h.version),
+                    );
                 }
-                let want = previous.as_deref().map(|p| format!("sha256-{}", sha256_hex(p)));
+                let want = previous
+                    .as_deref()
+                    .map(|p| format!("sha256-{}", sha256_hex(p)));
                 match (n, &h.previous_hash, &want) {
                     (1, Some(_), _) => note(&mut chain_error, "v1 has a previous-hash".to_string()),
                     (1, None, _) => {}
                     (_, None, _) => note(&mut chain_error, format!("v{n} has no previous-hash")),
-                    (_, Some(got), Some(want)) if got != want => {
-                        note(&mut chain_error, format!("v{n}'s previous-hash does not match v{}", n - 1))
-                    }
+                    (_, Some(got), Some(want)) if got != want => note(
+                        &mut chain_error,
+                        format!("v{n}'s previous-hash does not match v{}", n - 1),
+                    ),
                     _ => {}
                 }
                 versions.push((n, h.modified.unwrap_or(mtime)));
@@ -353,7 +422,10 @@ pub(crate) fn history(vdir: &Path, name: &str) -> io::Result<History> {
         versions.push((n, mtime));
         previous = Some(bytes);
     }
-    Ok(History { versions, chain_error })
+    Ok(History {
+        versions,
+        chain_error,
+    })
 }
 
 #[cfg(test)]
@@ -365,11 +437,17 @@ mod tests {
         let content = b"---\ntitle: Mine\n---\n# Doc\n";
         let v1 = encode_version(1, None, 0, content);
         let h = parse_header(&v1).unwrap();
-        assert_eq!((h.version, h.previous_hash.as_deref(), h.modified), (1, None, Some(0)));
+        assert_eq!(
+            (h.version, h.previous_hash.as_deref(), h.modified),
+            (1, None, Some(0))
+        );
         assert_eq!(&v1[h.body_start..], content);
         let v2 = encode_version(2, Some(&v1), 60, b"x");
         let h2 = parse_header(&v2).unwrap();
-        assert_eq!(h2.previous_hash, Some(format!("sha256-{}", sha256_hex(&v1))));
+        assert_eq!(
+            h2.previous_hash,
+            Some(format!("sha256-{}", sha256_hex(&v1)))
+        );
         assert_eq!(&v2[h2.body_start..], b"x");
     }
 
@@ -444,7 +522,10 @@ mod tests {
         assert_eq!(h.chain_error, None);
         fs::write(vdir.join("a.md.v1"), encode_version(1, None, 10, b"ONE")).unwrap();
         let h = history(&vdir, "a.md").unwrap();
-        assert_eq!(h.chain_error.as_deref(), Some("v2's previous-hash does not match v1"));
+        assert_eq!(
+            h.chain_error.as_deref(),
+            Some("v2's previous-hash does not match v1")
+        );
         let v4 = encode_version(4, Some(&v2), 40, b"four");
         write_version(&vdir, "b.md", 1, &encode_version(1, None, 1, b"b")).unwrap();
         write_version(&vdir, "b.md", 3, &v4).unwrap();
