@@ -1,0 +1,299 @@
+//! Command line: serving (the default), `import` and `token generate`.
+
+use crate::listener::{self, Handler, Limits};
+use crate::tls::ServerIdentity;
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use mark_store::{Engine, Op, StoreMode, TokenStore};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// A Mark Protocol server over QUIC (markdown over `mark://`).
+#[derive(Debug, Parser)]
+#[command(
+    name = "mark-server",
+    version,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Once ready it prints one line to stdout: `listening <addr> fingerprint sha256:<hex>`.\n\
+                  Logs go to stderr (RUST_LOG, default info); each request is one line `request VERB /path -> status`."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    serve: ServeArgs,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// The store to serve: a versioned store (see `import`), or any folder of
+    /// markdown with --flat.
+    #[arg(long, required = true, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// UDP address to listen on; port 0 picks a free port (the real one is printed).
+    #[arg(long, default_value = "127.0.0.1:6309", value_name = "ADDR")]
+    listen: SocketAddr,
+    /// Token file (see `token generate`). Without it every write is refused
+    /// and every read is public.
+    #[arg(long, value_name = "FILE")]
+    tokens: Option<PathBuf>,
+    /// Certificate chain (PEM). Without --cert/--key a self-signed
+    /// certificate for localhost, 127.0.0.1 and the listen IP is made at start.
+    #[arg(long, requires = "key", value_name = "PEM")]
+    cert: Option<PathBuf>,
+    /// Private key of --cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, requires = "cert", value_name = "PEM")]
+    key: Option<PathBuf>,
+    /// Serve a plain folder read-only: every `.md` file is a document.
+    #[arg(long)]
+    flat: bool,
+    /// Time a stream has to send its whole request (and later to take the
+    /// whole response), in milliseconds.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    stream_timeout_ms: u64,
+    /// Connections served at once; more are refused.
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    max_connections: usize,
+    /// Concurrent request streams per connection.
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    max_streams: u32,
+    /// Largest document a PUBLISH or APPEND may store, in bytes. A request
+    /// may be this plus the request line and metadata limits; more is cut
+    /// off with `too-large`.
+    #[arg(long, default_value_t = mark_store::DEFAULT_MAX_DOCUMENT_BYTES, value_name = "BYTES")]
+    max_document_bytes: usize,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Turn a folder of markdown into a new versioned store (each file becomes v1).
+    Import {
+        /// The folder of markdown files.
+        src: PathBuf,
+        /// The store to create (must not exist or be empty).
+        dest: PathBuf,
+    },
+    /// Manage capability tokens.
+    Token {
+        #[command(subcommand)]
+        action: TokenCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Make a new token: prints the raw token once to stdout and stores only its hash.
+    Generate {
+        /// Comma-separated path globs (`*` = one segment, `**` = any depth), e.g. `/**`.
+        #[arg(long, value_name = "GLOBS")]
+        paths: String,
+        /// Comma-separated operations: `read`, `publish`.
+        #[arg(long, value_name = "OPS")]
+        ops: String,
+        /// Expiry time, RFC 3339 (e.g. 2027-01-01T00:00:00Z).
+        #[arg(long, value_name = "RFC3339")]
+        expires: Option<String>,
+        /// The token file to add it to (created if missing).
+        #[arg(long, value_name = "FILE")]
+        tokens: PathBuf,
+    },
+}
+
+/// Runs what the command line asks for.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Some(Command::Import { src, dest }) => {
+            let report = mark_store::import(&src, &dest, SystemTime::now())
+                .with_context(|| format!("importing {} into {}", src.display(), dest.display()))?;
+            for skipped in &report.skipped {
+                tracing::warn!("skipped {skipped}");
+            }
+            tracing::info!(
+                "imported {} documents into {} ({} unchanged, {} skipped)",
+                report.imported,
+                dest.display(),
+                report.unchanged,
+                report.skipped.len()
+            );
+            Ok(())
+        }
+        Some(Command::Token {
+            action:
+                TokenCommand::Generate {
+                    paths,
+                    ops,
+                    expires,
+                    tokens,
+                },
+        }) => generate_token(&paths, &ops, expires.as_deref(), &tokens),
+        None => serve(cli.serve),
+    }
+}
+
+fn generate_token(
+    paths: &str,
+    ops: &str,
+    expires: Option<&str>,
+    tokens: &std::path::Path,
+) -> anyhow::Result<()> {
+    let expires = expires
+        .map(|s| {
+            time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+                .map(SystemTime::from)
+                .with_context(|| {
+                    format!("--expires `{s}` is not an RFC 3339 time (e.g. 2027-01-01T00:00:00Z)")
+                })
+        })
+        .transpose()?;
+    let globs = split_list(paths);
+    let operations = split_list(ops)
+        .iter()
+        .map(|o| {
+            Op::parse(o).with_context(|| {
+                format!("unknown operation `{o}` in --ops; use read, publish or read,publish")
+            })
+        })
+        .collect::<anyhow::Result<Vec<Op>>>()?;
+    if globs.is_empty() || operations.is_empty() {
+        bail!("--paths and --ops each need at least one entry");
+    }
+    let raw = mark_store::generate_token(&globs, &operations, expires, tokens)
+        .with_context(|| format!("adding a token to {}", tokens.display()))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{raw}")?;
+    out.flush()?;
+    Ok(())
+}
+
+fn split_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let root = args.root.context("--root is required")?;
+    let tokens = args
+        .tokens
+        .as_deref()
+        .map(TokenStore::load)
+        .transpose()
+        .context("loading the token file")?;
+    let mode = if args.flat {
+        StoreMode::Flat
+    } else {
+        StoreMode::Versioned
+    };
+    let engine = Engine::open(&root, mode, tokens)
+        .with_context(|| format!("opening {}", root.display()))?
+        .with_max_document_bytes(args.max_document_bytes);
+    let engine = Arc::new(engine);
+    let identity = match (&args.cert, &args.key) {
+        (Some(cert), Some(key)) => ServerIdentity::load(cert, key)?,
+        _ => ServerIdentity::self_signed(args.listen.ip())?,
+    };
+    let fingerprint = identity.fingerprint_text();
+    let limits = Limits {
+        max_request: Limits::request_cap(args.max_document_bytes),
+        stream_timeout: Duration::from_millis(args.stream_timeout_ms),
+        max_connections: args.max_connections,
+        max_streams: args.max_streams,
+    };
+    let mut server_config = quinn::ServerConfig::with_crypto(Arc::new(identity.quic_config()?));
+    server_config.transport_config(Arc::new(listener::transport_config(&limits)));
+    let handler: Handler = Arc::new(move |request, now| engine.handle(request, now));
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let endpoint = quinn::Endpoint::server(server_config, args.listen)
+            .with_context(|| format!("listening on {}", args.listen))?;
+        let addr = endpoint.local_addr().context("reading the bound address")?;
+        tracing::info!(root = %root.display(), "serving on {addr}, certificate {fingerprint}");
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening {addr} fingerprint {fingerprint}")?;
+        out.flush()?;
+        drop(out);
+        listener::serve(endpoint, handler, limits, shutdown_signal()).await;
+        Ok(())
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!("cannot watch SIGTERM ({e}); only SIGINT stops the server");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn serve_needs_root_but_subcommands_do_not() {
+        assert!(Cli::try_parse_from(["mark-server"]).is_err());
+        let cli = Cli::try_parse_from([
+            "mark-server",
+            "--root",
+            "/r",
+            "--listen",
+            "127.0.0.1:0",
+            "--flat",
+        ])
+        .unwrap();
+        assert!(cli.serve.flat && cli.command.is_none());
+        let cli = Cli::try_parse_from(["mark-server", "import", "a", "b"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::Import { .. })));
+        let cli = Cli::try_parse_from([
+            "mark-server",
+            "token",
+            "generate",
+            "--paths",
+            "/**",
+            "--ops",
+            "read,publish",
+            "--tokens",
+            "t.toml",
+        ])
+        .unwrap();
+        assert!(matches!(cli.command, Some(Command::Token { .. })));
+        assert!(Cli::try_parse_from(["mark-server", "--root", "/r", "--cert", "c.pem"]).is_err());
+    }
+
+    #[test]
+    fn lists_split_on_commas_and_drop_blanks() {
+        assert_eq!(split_list(" read, publish,,"), vec!["read", "publish"]);
+    }
+}

@@ -1,0 +1,269 @@
+//! The QUIC listener: one request per bidirectional stream, bounded in size,
+//! time and concurrency, answered by the engine on the blocking pool.
+//!
+//! Every request is logged once at info level as `request VERB /path ->
+//! status` (`request - - -> status` when the bytes were no request). Metadata
+//! and bodies are never logged, so tokens never reach the log.
+
+use mark_proto::{MAX_METADATA, MAX_REQUEST_LINE, Request, Response, Status, WireError};
+use quinn::{Endpoint, RecvStream, SendStream};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+use tracing::{debug, info, warn};
+
+/// What answers a request: the engine, called on the blocking pool.
+pub type Handler = Arc<dyn Fn(&Request, SystemTime) -> Response + Send + Sync>;
+
+/// How much one peer may use.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest request in bytes (line + metadata + body).
+    pub max_request: usize,
+    /// Time a stream has to deliver its whole request, and then to take the
+    /// whole response.
+    pub stream_timeout: Duration,
+    /// Connections served at once; more are refused.
+    pub max_connections: usize,
+    /// Concurrent bidirectional streams per connection.
+    pub max_streams: u32,
+}
+
+impl Limits {
+    /// The request cap for a document size limit: request line, both
+    /// metadata delimiters, the metadata limit and the document.
+    pub fn request_cap(max_document: usize) -> usize {
+        MAX_REQUEST_LINE + 2 * "---\n".len() + MAX_METADATA + max_document
+    }
+}
+
+/// How long a shutdown waits for requests in flight before closing.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long a QUIC handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// QUIC transport settings for the server.
+pub fn transport_config(limits: &Limits) -> quinn::TransportConfig {
+    let mut transport = quinn::TransportConfig::default();
+    transport
+        .max_concurrent_bidi_streams(limits.max_streams.into())
+        .max_concurrent_uni_streams(0u8.into());
+    transport
+}
+
+/// Serves until `shutdown` resolves, then stops accepting, lets requests in
+/// flight finish (up to a grace period) and closes the endpoint.
+pub async fn serve(
+    endpoint: Endpoint,
+    handler: Handler,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) {
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            incoming = endpoint.accept() => {
+                let Some(incoming) = incoming else { break };
+                let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+                    warn!(peer = %incoming.remote_address(), "connection refused: {} connections already open", limits.max_connections);
+                    incoming.refuse();
+                    continue;
+                };
+                let handler = Arc::clone(&handler);
+                let stop = stop_rx.clone();
+                connections.spawn(async move {
+                    serve_connection(incoming, handler, limits, stop).await;
+                    drop(slot);
+                });
+            }
+            () = &mut shutdown => break,
+        }
+        while connections.try_join_next().is_some() {}
+    }
+    info!("shutting down: finishing requests in flight");
+    let _ = stop_tx.send(true);
+    if tokio::time::timeout(SHUTDOWN_GRACE, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await
+    .is_err()
+    {
+        warn!("requests still running after {SHUTDOWN_GRACE:?}; closing anyway");
+    }
+    endpoint.close(0u8.into(), b"server shutting down");
+    let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
+}
+
+async fn serve_connection(
+    incoming: quinn::Incoming,
+    handler: Handler,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+) {
+    let peer = incoming.remote_address();
+    let connecting = match incoming.accept() {
+        Ok(c) => c,
+        Err(e) => {
+            debug!(%peer, "handshake refused: {e}");
+            return;
+        }
+    };
+    let connection = match tokio::time::timeout(HANDSHAKE_TIMEOUT, connecting).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            debug!(%peer, "handshake failed: {e}");
+            return;
+        }
+        Err(_) => {
+            debug!(%peer, "handshake timed out");
+            return;
+        }
+    };
+    debug!(%peer, "connection open");
+    let mut streams = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = connection.accept_bi() => match accepted {
+                Ok((send, recv)) => {
+                    streams.spawn(serve_stream(send, recv, Arc::clone(&handler), limits));
+                }
+                Err(e) => {
+                    debug!(%peer, "connection closed: {e}");
+                    break;
+                }
+            },
+            _ = stop.changed() => break,
+        }
+        while streams.try_join_next().is_some() {}
+    }
+    // Every stream is bounded by the stream timeout, so this ends.
+    while streams.join_next().await.is_some() {}
+}
+
+async fn serve_stream(
+    mut send: SendStream,
+    mut recv: RecvStream,
+    handler: Handler,
+    limits: Limits,
+) {
+    let read =
+        tokio::time::timeout(limits.stream_timeout, recv.read_to_end(limits.max_request)).await;
+    let (label, response) = match read {
+        Err(_) => {
+            let _ = recv.stop(0u8.into());
+            let message = format!(
+                "The request was not complete within {} ms; send the whole request and finish the stream.",
+                limits.stream_timeout.as_millis()
+            );
+            (
+                None,
+                Response::error(Status::BadRequest, "Bad request", &message),
+            )
+        }
+        Ok(Err(quinn::ReadToEndError::TooLong)) => {
+            let _ = recv.stop(0u8.into());
+            let message = format!(
+                "The request is over the server's limit of {} bytes.",
+                limits.max_request
+            );
+            (
+                None,
+                Response::error(Status::TooLarge, "Too large", &message),
+            )
+        }
+        Ok(Err(quinn::ReadToEndError::Read(e))) => {
+            // The peer reset the stream or the connection is gone: nobody to answer.
+            debug!("stream read failed: {e}");
+            return;
+        }
+        Ok(Ok(bytes)) => match Request::parse(&bytes) {
+            Err(e) => (None, wire_error_response(&e)),
+            Ok(request) => {
+                let label = Some((request.verb, request.path.clone()));
+                (label, answer(request, &handler).await)
+            }
+        },
+    };
+    match &label {
+        Some((verb, path)) => info!("request {verb} {path} -> {}", response.status),
+        None => info!("request - - -> {}", response.status),
+    }
+    let bytes = response.encode().unwrap_or_else(|e| {
+        warn!("response could not be encoded: {e}");
+        internal_error_bytes()
+    });
+    let write = async {
+        send.write_all(&bytes).await?;
+        send.finish()?;
+        Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+    };
+    match tokio::time::timeout(limits.stream_timeout, write).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => debug!("response write failed: {e}"),
+        Err(_) => {
+            debug!("response write timed out");
+            let _ = send.reset(0u8.into());
+        }
+    }
+}
+
+/// Runs the engine on the blocking pool (it does file I/O).
+async fn answer(request: Request, handler: &Handler) -> Response {
+    let handler = Arc::clone(handler);
+    tokio::task::spawn_blocking(move || handler(&request, SystemTime::now()))
+        .await
+        .unwrap_or_else(|e| {
+            warn!("the engine failed on a request: {e}");
+            Response::error(
+                Status::ServerError,
+                "Server error",
+                "The server failed on this request; try again later.",
+            )
+        })
+}
+
+/// `too-large` for requests over a protocol limit, `bad-request` otherwise.
+fn wire_error_response(error: &WireError) -> Response {
+    match error {
+        WireError::RequestLineTooLong(_) | WireError::MetadataTooLarge(_) => {
+            Response::error(Status::TooLarge, "Too large", &error.to_string())
+        }
+        _ => Response::error(Status::BadRequest, "Bad request", &error.to_string()),
+    }
+}
+
+fn internal_error_bytes() -> Vec<u8> {
+    b"---\nstatus: server-error\n---\n# Server error\n\nThe response could not be encoded.\n"
+        .to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_limits_map_to_too_large_and_the_rest_to_bad_request() {
+        let long = format!("FETCH /{}\n", "a".repeat(5000));
+        let resp = wire_error_response(&Request::parse(long.as_bytes()).unwrap_err());
+        assert_eq!(resp.status, Status::TooLarge);
+        let resp = wire_error_response(&Request::parse(b"FETCH doc.md\n").unwrap_err());
+        assert_eq!(resp.status, Status::BadRequest);
+        assert!(resp.error_message().contains("start with /"));
+    }
+
+    #[test]
+    fn fallback_error_is_a_valid_response() {
+        let resp = Response::parse(&internal_error_bytes()).unwrap();
+        assert_eq!(resp.status, Status::ServerError);
+    }
+
+    #[test]
+    fn request_cap_covers_every_part() {
+        assert_eq!(Limits::request_cap(0), 4096 + 8 + 65536);
+    }
+}
