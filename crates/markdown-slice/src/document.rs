@@ -290,15 +290,22 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
 }
 
 fn finish_heading(source: &str, open: OpenHeading) -> Heading {
-    let line_start = source[..open.start].rfind('\n').map_or(0, |i| i + 1);
+    // CommonMark line endings: `\n`, `\r\n` and a lone `\r`.
+    let is_line_ending = |b: &u8| matches!(b, b'\n' | b'\r');
+    let bytes = source.as_bytes();
+    let line_start = bytes[..open.start]
+        .iter()
+        .rposition(is_line_ending)
+        .map_or(0, |i| i + 1);
     let last = open.end.saturating_sub(1).max(open.start);
-    let line_end = match source[last..].find('\n') {
+    // A byte search: `last` may be inside a multi-byte character.
+    let line_end = match bytes[last..].iter().position(is_line_ending) {
         Some(i) => {
-            let newline = last + i;
-            if newline > line_start && source.as_bytes()[newline - 1] == b'\r' {
-                newline - 1
+            let ending = last + i;
+            if ending > line_start && bytes[ending] == b'\n' && bytes[ending - 1] == b'\r' {
+                ending - 1
             } else {
-                newline
+                ending
             }
         }
         None => source.len(),

@@ -76,8 +76,10 @@ impl<'a> Iterator for Lines<'a> {
             return None;
         }
         let start = self.pos;
-        let (text, len) = match rest.find('\n') {
-            Some(i) => (rest[..i].strip_suffix('\r').unwrap_or(&rest[..i]), i + 1),
+        // CommonMark line endings: `\n`, `\r\n` and a lone `\r`.
+        let (text, len) = match rest.find(['\n', '\r']) {
+            Some(i) if rest[i..].starts_with("\r\n") => (&rest[..i], i + 2),
+            Some(i) => (&rest[..i], i + 1),
             None => (rest, rest.len()),
         };
         self.pos += len;
@@ -193,6 +195,9 @@ mod tests {
         assert_eq!(fm.extra["list"], "1, 2");
         assert_eq!(fm.extra["map"], "k: v");
         assert_eq!(&src[body..], "rest");
+        let (fm, body) = split("---\rtitle: cr\r---\rrest");
+        assert_eq!(fm.unwrap().title.as_deref(), Some("cr"));
+        assert_eq!(body, "---\rtitle: cr\r---\r".len());
     }
 
     #[test]
