@@ -510,6 +510,13 @@ mod tests {
         text.to_owned()
     }
 
+    /// A graph holding one document, `/a.md` (etag `e`), with these edges.
+    fn graph_of_a(title: Option<&str>, edges: Vec<Edge>) -> LinkGraph {
+        let mut graph = LinkGraph::new();
+        graph.update("/a.md", "e", title, edges).unwrap();
+        graph
+    }
+
     #[test]
     fn outbound_keeps_document_order_sections_fragments_and_externals() {
         let mut graph = LinkGraph::new();
@@ -565,15 +572,7 @@ mod tests {
 
     #[test]
     fn external_links_are_outbound_only() {
-        let mut graph = LinkGraph::new();
-        graph
-            .update(
-                "/a.md",
-                "e",
-                None,
-                [external(None, "x", "https://example.com/b.md")],
-            )
-            .unwrap();
+        let graph = graph_of_a(None, vec![external(None, "x", "https://example.com/b.md")]);
         assert!(graph.backlinks("https://example.com/b.md").is_empty());
         assert!(graph.backlinks("/b.md").is_empty());
         assert_eq!(graph.outbound("/a.md").unwrap().len(), 1);
@@ -581,39 +580,29 @@ mod tests {
 
     #[test]
     fn self_links_are_not_edges() {
-        let mut graph = LinkGraph::new();
-        graph
-            .update(
-                "/a.md",
-                "e",
-                None,
-                [
-                    doc_link(Some("top"), "below", "/a.md", Some("below")),
-                    doc_link(Some("top"), "b", "/b.md", None),
-                ],
-            )
-            .unwrap();
+        let graph = graph_of_a(
+            None,
+            vec![
+                doc_link(Some("top"), "below", "/a.md", Some("below")),
+                doc_link(Some("top"), "b", "/b.md", None),
+            ],
+        );
         assert!(graph.backlinks("/a.md").is_empty());
         assert_eq!(graph.outbound("/a.md").unwrap().len(), 1);
     }
 
     #[test]
     fn repeated_links_are_stored_once_per_section_target_and_fragment() {
-        let mut graph = LinkGraph::new();
-        graph
-            .update(
-                "/a.md",
-                "e",
-                Some("A"),
-                [
-                    doc_link(Some("one"), "first", "/t.md", Some("x")),
-                    doc_link(Some("one"), "again", "/t.md", Some("x")),
-                    doc_link(Some("one"), "other anchor", "/t.md", Some("y")),
-                    doc_link(Some("two"), "later", "/t.md", Some("x")),
-                    doc_link(Some("one"), "back in one", "/t.md", Some("x")),
-                ],
-            )
-            .unwrap();
+        let graph = graph_of_a(
+            Some("A"),
+            vec![
+                doc_link(Some("one"), "first", "/t.md", Some("x")),
+                doc_link(Some("one"), "again", "/t.md", Some("x")),
+                doc_link(Some("one"), "other anchor", "/t.md", Some("y")),
+                doc_link(Some("two"), "later", "/t.md", Some("x")),
+                doc_link(Some("one"), "back in one", "/t.md", Some("x")),
+            ],
+        );
         let texts: Vec<String> = graph
             .outbound("/a.md")
             .unwrap()
