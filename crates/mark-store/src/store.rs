@@ -439,10 +439,25 @@ impl Store {
             }
         }
         let own = doc.under(&self.root);
+        let ours = |target: &Path| {
+            let mut parts = target.components();
+            parts.next().is_some_and(|c| c.as_os_str() == VERSIONS_DIR)
+                && parts
+                    .next()
+                    .and_then(|c| c.as_os_str().to_str())
+                    .and_then(versioned::split_version_file_name)
+                    .is_some_and(|(n, _)| Some(n) == doc.name())
+                && parts.next().is_none()
+        };
         match fs::symlink_metadata(&own) {
-            Ok(m) if m.is_dir() => Err(FolderProblem::InTheWay(doc.decoded())),
-            Ok(m) if m.is_file() => Err(FolderProblem::InTheWay(doc.decoded())),
-            _ => Ok(()),
+            Ok(m) if m.file_type().is_symlink() => match fs::read_link(&own) {
+                Ok(target) if ours(&target) => Ok(()),
+                _ if !is_contained(&self.root, &own) => Err(FolderProblem::Escapes),
+                _ => Err(FolderProblem::InTheWay(doc.decoded())),
+            },
+            Ok(_) => Err(FolderProblem::InTheWay(doc.decoded())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(FolderProblem::Io(e)),
         }
     }
 
