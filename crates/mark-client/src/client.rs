@@ -1,0 +1,349 @@
+//! The client: one QUIC endpoint, one connection per (host, port) shared by
+//! every request, one bidirectional stream per request.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use mark_proto::{MarkUrl, Request, Response, Verb};
+use quinn::{
+    Connection, ConnectionError, Endpoint, ReadError, RecvStream, TransportErrorCode, VarInt,
+    WriteError,
+};
+use tokio::time::Instant;
+
+use crate::config::ClientConfig;
+use crate::error::ClientError;
+use crate::tls::{FailureSlot, TlsSetup, TrustFailure};
+
+/// The TLS alert `no_application_protocol` (RFC 7301), as a QUIC error code.
+const NO_APPLICATION_PROTOCOL: u8 = 120;
+/// QUIC error codes 0x100..=0x1ff carry a TLS alert.
+const CRYPTO_ERRORS: std::ops::RangeInclusive<u64> = 0x100..=0x1ff;
+/// How long [`Client::close`] waits for the server to acknowledge.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// A Mark Protocol client. Cheap to clone (all clones share one endpoint
+/// and its connections); `Send + Sync`.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+type ConnectionSlot = Arc<tokio::sync::Mutex<Option<Connection>>>;
+
+struct Inner {
+    endpoint: Endpoint,
+    tls: TlsSetup,
+    transport: Arc<quinn::TransportConfig>,
+    config: ClientConfig,
+    /// One slot per (host, port); its async lock makes concurrent first
+    /// requests share one handshake.
+    connections: std::sync::Mutex<HashMap<(String, u16), ConnectionSlot>>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client with its own QUIC endpoint on an ephemeral UDP port. Call it
+    /// inside a tokio runtime. Fails when the trust settings cannot be
+    /// loaded (no system roots, unreadable CA file) or no socket opens.
+    pub fn new(config: ClientConfig) -> Result<Client, ClientError> {
+        let tls = TlsSetup::new(&config.trust)?;
+        let mut transport = quinn::TransportConfig::default();
+        transport.keep_alive_interval(Some(config.keep_alive_interval));
+        let idle = quinn::IdleTimeout::try_from(config.idle_timeout)
+            .map_err(|e| ClientError::TlsConfig(e.to_string()))?;
+        transport.max_idle_timeout(Some(idle));
+        // A server never opens streams towards a client.
+        transport.max_concurrent_bidi_streams(VarInt::from_u32(0));
+        transport.max_concurrent_uni_streams(VarInt::from_u32(0));
+        Ok(Client {
+            inner: Arc::new(Inner {
+                endpoint: open_endpoint()?,
+                tls,
+                transport: Arc::new(transport),
+                config,
+                connections: std::sync::Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// Sends one request to `host:port` and reads the whole response.
+    ///
+    /// The connection to `host:port` is opened on first use and shared by
+    /// all later and concurrent requests. A connection found closed is
+    /// replaced before the request goes out; a read request (FETCH, LIST,
+    /// VERSIONS, LOOKUP) that fails because its connection was lost is sent
+    /// once more on a new connection, a write never is. The configured token
+    /// is added as `auth` unless the request carries its own.
+    pub async fn request(
+        &self,
+        host: &str,
+        port: u16,
+        mut request: Request,
+    ) -> Result<Response, ClientError> {
+        if let Some(token) = &self.inner.config.token
+            && request.metadata.get("auth").is_none()
+        {
+            request.metadata.insert("auth", token.expose());
+        }
+        let bytes = request.encode().map_err(ClientError::Encode)?;
+        let connection = self.inner.connection(host, port).await?;
+        match self.inner.exchange(&connection, &bytes).await {
+            Err(e) if e.is_connection_lost() && request.verb.is_idempotent() => {
+                tracing::debug!(host, port, verb = %request.verb, "connection lost; sending again on a new connection");
+                let connection = self.inner.connection(host, port).await?;
+                self.inner.exchange(&connection, &bytes).await
+            }
+            result => result,
+        }
+    }
+
+    /// FETCHes `url` (its path, version suffix included; never its
+    /// fragment), conditionally when `if_none_match` is an etag.
+    pub async fn fetch(
+        &self,
+        url: &MarkUrl,
+        if_none_match: Option<&str>,
+    ) -> Result<Response, ClientError> {
+        let mut request = Request::new(Verb::Fetch, url.path());
+        if let Some(etag) = if_none_match {
+            request = request.with_meta("if-none-match", etag);
+        }
+        self.request(url.host(), url.port(), request).await
+    }
+
+    /// Closes every connection politely and waits (briefly) for the servers
+    /// to acknowledge. Later requests open new connections.
+    pub async fn close(&self) {
+        let slots: Vec<ConnectionSlot> = self.inner.slots().values().cloned().collect();
+        for slot in slots {
+            if let Some(connection) = slot.lock().await.take() {
+                connection.close(VarInt::from_u32(0), b"client closing");
+            }
+        }
+        let _ = tokio::time::timeout(CLOSE_GRACE, self.inner.endpoint.wait_idle()).await;
+    }
+}
+
+impl Inner {
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u16), ConnectionSlot>> {
+        self.connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The live connection to `host:port`, opened if there is none.
+    async fn connection(&self, host: &str, port: u16) -> Result<Connection, ClientError> {
+        let slot = self
+            .slots()
+            .entry((host.to_ascii_lowercase(), port))
+            .or_default()
+            .clone();
+        let mut current = slot.lock().await;
+        if let Some(connection) = current.as_ref()
+            && connection.close_reason().is_none()
+        {
+            return Ok(connection.clone());
+        }
+        let connection = self.connect(host, port).await?;
+        *current = Some(connection.clone());
+        Ok(connection)
+    }
+
+    /// Resolves `host` and runs the QUIC handshake, both within the connect
+    /// timeout.
+    async fn connect(&self, host: &str, port: u16) -> Result<Connection, ClientError> {
+        let timeout = self.config.connect_timeout;
+        let deadline = Instant::now() + timeout;
+        // An IPv6 literal may come in URL brackets; the TLS name is the bare IP.
+        let server_name = host.trim_start_matches('[').trim_end_matches(']');
+        let addr = tokio::time::timeout_at(deadline, self.resolve(server_name, port))
+            .await
+            .map_err(|_| ClientError::Resolve {
+                host: host.to_string(),
+                reason: format!("no answer within {timeout:?}"),
+            })??;
+        let (crypto, failure) = self.tls.for_connection()?;
+        let mut quic = quinn::ClientConfig::new(crypto);
+        quic.transport_config(self.transport.clone());
+        let connecting = self
+            .endpoint
+            .connect_with(quic, addr, server_name)
+            .map_err(|e| ClientError::Connect {
+                addr,
+                reason: e.to_string(),
+            })?;
+        match tokio::time::timeout_at(deadline, connecting).await {
+            Err(_) => Err(ClientError::ConnectTimeout { addr, timeout }),
+            Ok(Ok(connection)) => {
+                tracing::debug!(%addr, server_name, "connected");
+                Ok(connection)
+            }
+            Ok(Err(e)) => Err(handshake_error(e, &failure, server_name, addr, timeout)),
+        }
+    }
+
+    /// The first address of `host` this endpoint can reach.
+    async fn resolve(&self, host: &str, port: u16) -> Result<SocketAddr, ClientError> {
+        let resolve_error = |reason: String| ClientError::Resolve {
+            host: host.to_string(),
+            reason,
+        };
+        let ipv4_only = self
+            .endpoint
+            .local_addr()
+            .map(|a| a.is_ipv4())
+            .unwrap_or(false);
+        let mut addrs = tokio::net::lookup_host((host, port))
+            .await
+            .map_err(|e| resolve_error(e.to_string()))?;
+        addrs
+            .find(|a| a.is_ipv4() || !ipv4_only)
+            .ok_or_else(|| resolve_error("it has no address this machine can reach".to_string()))
+    }
+
+    /// One request on its own stream, within the request timeout.
+    async fn exchange(
+        &self,
+        connection: &Connection,
+        request: &[u8],
+    ) -> Result<Response, ClientError> {
+        let timeout = self.config.request_timeout;
+        let raw = tokio::time::timeout(timeout, self.send_and_read(connection, request))
+            .await
+            .map_err(|_| ClientError::RequestTimeout { timeout })??;
+        Response::parse(&raw).map_err(ClientError::Malformed)
+    }
+
+    async fn send_and_read(
+        &self,
+        connection: &Connection,
+        request: &[u8],
+    ) -> Result<Vec<u8>, ClientError> {
+        let (mut send, mut recv) = connection.open_bi().await.map_err(connection_lost)?;
+        send.write_all(request).await.map_err(write_error)?;
+        // Finishing tells the server the request is complete; it fails only
+        // when the stream is already gone, which the read below reports.
+        let _ = send.finish();
+        read_capped(&mut recv, self.config.max_response_bytes).await
+    }
+}
+
+/// Reads the whole stream, holding at most `cap` bytes: past the cap the
+/// stream is stopped and the bytes are dropped.
+async fn read_capped(recv: &mut RecvStream, cap: usize) -> Result<Vec<u8>, ClientError> {
+    let mut buf = Vec::new();
+    loop {
+        match recv.read_chunk(cap - buf.len() + 1, true).await {
+            Ok(Some(chunk)) => {
+                buf.extend_from_slice(&chunk.bytes);
+                if buf.len() > cap {
+                    let _ = recv.stop(VarInt::from_u32(0));
+                    return Err(ClientError::TooLarge { cap });
+                }
+            }
+            Ok(None) => return Ok(buf),
+            Err(ReadError::Reset(code)) => {
+                return Err(ClientError::StreamReset {
+                    code: code.into_inner(),
+                });
+            }
+            Err(ReadError::ConnectionLost(e)) => return Err(connection_lost(e)),
+            Err(other) => {
+                return Err(ClientError::ConnectionLost {
+                    reason: other.to_string(),
+                });
+            }
+        }
+    }
+}
+
+fn connection_lost(e: ConnectionError) -> ClientError {
+    ClientError::ConnectionLost {
+        reason: e.to_string(),
+    }
+}
+
+fn write_error(e: WriteError) -> ClientError {
+    match e {
+        WriteError::Stopped(code) => ClientError::StreamReset {
+            code: code.into_inner(),
+        },
+        WriteError::ConnectionLost(e) => connection_lost(e),
+        other => ClientError::ConnectionLost {
+            reason: other.to_string(),
+        },
+    }
+}
+
+/// Turns a failed handshake into the error that says why: a refusal the
+/// verifier recorded, a refused ALPN, another TLS failure, a timeout.
+fn handshake_error(
+    e: ConnectionError,
+    failure: &FailureSlot,
+    host: &str,
+    addr: SocketAddr,
+    timeout: Duration,
+) -> ClientError {
+    let recorded = failure
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let Some(failure) = recorded {
+        return match failure {
+            TrustFailure::Untrusted {
+                reason,
+                fingerprint,
+            } => ClientError::CertificateUntrusted {
+                host: host.to_string(),
+                reason,
+                fingerprint,
+            },
+            TrustFailure::PinMismatch { expected, got } => ClientError::PinMismatch {
+                host: host.to_string(),
+                expected,
+                got,
+            },
+        };
+    }
+    let code = match &e {
+        ConnectionError::ConnectionClosed(close) => Some(close.error_code),
+        ConnectionError::TransportError(t) => Some(t.code),
+        _ => None,
+    };
+    match code {
+        Some(code) if code == TransportErrorCode::crypto(NO_APPLICATION_PROTOCOL) => {
+            ClientError::Alpn {
+                host: host.to_string(),
+            }
+        }
+        Some(code) if CRYPTO_ERRORS.contains(&u64::from(code)) => ClientError::Tls {
+            host: host.to_string(),
+            reason: e.to_string(),
+        },
+        _ if matches!(e, ConnectionError::TimedOut) => {
+            ClientError::ConnectTimeout { addr, timeout }
+        }
+        _ => ClientError::Connect {
+            addr,
+            reason: e.to_string(),
+        },
+    }
+}
+
+/// A dual-stack socket when the machine has IPv6, else an IPv4 one.
+fn open_endpoint() -> Result<Endpoint, ClientError> {
+    Endpoint::client(SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)))
+        .or_else(|_| Endpoint::client(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))))
+        .map_err(|e| ClientError::Endpoint(e.to_string()))
+}
