@@ -25,6 +25,22 @@ impl Identity {
         }
     }
 
+    /// The step from `self` to `newer`: `v3 -> v5`, or by etag when the
+    /// versions do not tell them apart (a flat folder is always v1).
+    pub fn step_to(&self, newer: &Identity) -> String {
+        if self.version.is_some() && self.version != newer.version {
+            return format!("{} -> {}", self.label(), newer.label());
+        }
+        let etag = |i: &Identity| {
+            Identity {
+                version: None,
+                etag: i.etag.clone(),
+            }
+            .label()
+        };
+        format!("{} -> {}", etag(self), etag(newer))
+    }
+
     fn is_known(&self) -> bool {
         self.version.is_some() || self.etag.is_some()
     }
@@ -186,6 +202,15 @@ mod tests {
             Decision::Unchanged { since: id("3") }
         );
         assert_eq!(id("3").label(), "v3");
+        assert_eq!(id("3").step_to(&id("5")), "v3 -> v5");
+        let flat = |e: &str| Identity {
+            version: Some("1".into()),
+            etag: Some(e.into()),
+        };
+        assert_eq!(
+            flat("aaaa").step_to(&flat("bbbb")),
+            "etag aaaa -> etag bbbb"
+        );
     }
 
     #[test]

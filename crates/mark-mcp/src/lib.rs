@@ -3,17 +3,32 @@
 //! small documents whole, large ones as outlines, sections by anchor, and
 //! one line instead of text the session already read.
 //!
-//! This increment holds the session's pure logic: the byte-bounded document
-//! cache ([`cache`]), the delivery log behind dedup ([`dedup`]), the result
-//! envelope ([`envelope`]), paging ([`paging`]), the prompt plans
-//! ([`prompts`]) and the option parsers ([`settings`]).
+//! Layers, bottom up: a [`source::Source`] answers Mark Protocol requests
+//! (in process over `mark-store`, or over QUIC with `mark-client`); a
+//! [`session::Session`] keeps the document cache ([`cache`]) and the
+//! delivery log ([`dedup`]); one function per capability ([`fetch`],
+//! [`lookup`], [`list`], [`versions`], [`write`], [`resources`],
+//! [`prompts`]) returns a [`envelope::ToolText`]; the MCP server
+//! ([`server`]) and the CLI verbs ([`cli`]) are thin adapters over those
+//! functions and never call each other.
 //!
 //! It is not a markdown parser (that is `markdown-slice`) nor a protocol
 //! implementation (that is `mark-proto`, `mark-client`, `mark-store`).
 
 pub mod cache;
+pub mod cli;
 pub mod dedup;
 pub mod envelope;
+pub mod fetch;
+pub mod list;
+pub mod lookup;
 pub mod paging;
 pub mod prompts;
+pub mod resources;
+pub mod server;
+pub mod session;
 pub mod settings;
+pub mod source;
+pub mod sources;
+pub mod versions;
+pub mod write;

@@ -1,2 +1,93 @@
-//! The `mark-mcp` binary (the MCP server and CLI land with the sources).
-fn main() {}
+//! The `mark-mcp` binary: MCP over stdio, or one CLI verb.
+
+use clap::Parser;
+use mark_mcp::cli::{self, Cli, Verb};
+use mark_mcp::server::MarkServer;
+use mark_mcp::session::Session;
+use mark_mcp::sources;
+use rmcp::ServiceExt;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // Stdout carries only JSON-RPC (or a verb's result): logs go to stderr.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "mark_mcp=info,warn".into()),
+        )
+        .init();
+    if let Some(Verb::Open(args)) = &cli.verb
+        && let Some(result) = cli::open_file(args)
+    {
+        return match result {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("mark-mcp: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mark-mcp: could not start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(cli))
+}
+
+async fn run(mut cli: Cli) -> ExitCode {
+    let source = match sources::from_cli(&cli) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("mark-mcp: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::debug!(source = %source.describe(), "mark-mcp starting");
+    let session = Arc::new(Session::new(source, cli.settings()));
+    let Some(verb) = cli.verb.take() else {
+        return serve(session, cli.write).await;
+    };
+    let is_open = matches!(verb, Verb::Open(_));
+    let result = cli::run(&session, verb).await;
+    if is_open && !cli.json && !result.is_error {
+        print!("{}", result.text);
+    } else {
+        cli::print(&result, cli.json);
+    }
+    if result.is_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+async fn serve(session: Arc<Session>, write: bool) -> ExitCode {
+    let server = MarkServer::new(session, write);
+    let running = match server.serve(rmcp::transport::stdio()).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mark-mcp: the MCP handshake failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match running.waiting().await {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mark-mcp: the MCP session ended with an error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

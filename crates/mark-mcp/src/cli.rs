@@ -1,0 +1,230 @@
+//! The command line: start-up options (source, knobs) and the verbs, each a
+//! thin adapter over the same library function as its MCP tool, with the
+//! same parameter names and the same text output.
+
+use crate::envelope::ToolText;
+use crate::fetch::{FetchParams, fetch};
+use crate::list::{ListParams, list};
+use crate::lookup::{LookupParams, lookup};
+use crate::session::{Loaded, Session};
+use crate::settings::{Settings, parse_bytes, parse_duration};
+use crate::versions::{VersionsParams, versions};
+use crate::write::{AppendParams, ArchiveParams, PublishParams, append, archive, publish};
+use clap::{Parser, Subcommand};
+use markdown_slice::{Document, OutlineOptions};
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// mark-mcp: markdown knowledge for AI agents, from a Mark server or a local
+/// folder, with outlines, sections and dedup. With no verb it serves MCP over
+/// stdio; with a verb it runs that one call and prints the result.
+#[derive(Debug, Parser)]
+#[command(name = "mark-mcp", version, about, long_about = None)]
+pub struct Cli {
+    /// Serve a local folder of markdown (a versioned store is detected by its versions/ folders).
+    #[arg(long, global = true, conflicts_with = "host")]
+    pub root: Option<PathBuf>,
+    /// Read from a Mark server: mark://HOST[:PORT].
+    #[arg(long, global = true)]
+    pub host: Option<String>,
+    /// Accept any server certificate (development servers only).
+    #[arg(long, global = true, conflicts_with_all = ["pin", "ca"])]
+    pub insecure: bool,
+    /// Trust exactly one server certificate: sha256:HEX of its DER bytes.
+    #[arg(long, global = true, conflicts_with = "ca")]
+    pub pin: Option<String>,
+    /// Trust the CA certificates in this PEM file instead of the system roots.
+    #[arg(long, global = true)]
+    pub ca: Option<PathBuf>,
+    /// Bodies (and sections) at or above this size come as an outline.
+    #[arg(long, global = true, default_value = "8192", value_parser = parse_bytes)]
+    pub outline_threshold: usize,
+    /// Memory for cached documents (64MiB, 1MB, or bytes).
+    #[arg(long, global = true, default_value = "64MiB", value_parser = parse_bytes)]
+    pub cache_bytes: usize,
+    /// Serve a cached document without asking the source if validated this recently.
+    #[arg(long, global = true, default_value = "5s", value_parser = parse_duration)]
+    pub fresh_for: Duration,
+    /// Forget what was delivered after this long (clients compact context).
+    #[arg(long, global = true, default_value = "30m", value_parser = parse_duration)]
+    pub dedup_ttl: Duration,
+    /// Longest text in one result; longer bodies come in pages.
+    #[arg(long, global = true, default_value = "80000", value_parser = parse_bytes)]
+    pub page_bytes: usize,
+    /// Offer the write tools (mark_publish, mark_append, mark_archive).
+    #[arg(long, global = true)]
+    pub write: bool,
+    /// File holding the auth token (else the MARK_TOKEN environment variable).
+    #[arg(long, global = true)]
+    pub token_file: Option<PathBuf>,
+    /// Print a verb's result as a JSON object.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// One call to run; none serves MCP over stdio.
+    #[command(subcommand)]
+    pub verb: Option<Verb>,
+}
+
+/// The verbs: one per tool, plus `open`.
+#[derive(Debug, Subcommand)]
+pub enum Verb {
+    /// Read a document, an outline or sections (mark_fetch).
+    Fetch(FetchParams),
+    /// Search the catalog (mark_lookup).
+    Lookup(LookupParams),
+    /// List a folder (mark_list).
+    List(ListParams),
+    /// A document's history (mark_versions).
+    Versions(VersionsParams),
+    /// Write a new version (mark_publish).
+    Publish(PublishParams),
+    /// Append to a document (mark_append).
+    Append(AppendParams),
+    /// Archive a document (mark_archive).
+    Archive(ArchiveParams),
+    /// Read a document as a person: a URL, a /path of the source, or a file.
+    Open(OpenArgs),
+}
+
+/// Arguments of `open`.
+#[derive(Debug, clap::Args)]
+pub struct OpenArgs {
+    /// A file path, /path or mark:// URL, with #anchor for one section.
+    pub target: String,
+    /// Show the outline (of the document or the section) instead of the text.
+    #[arg(long)]
+    pub outline: bool,
+}
+
+impl Cli {
+    /// The session settings from the options.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            outline_threshold: self.outline_threshold,
+            cache_bytes: self.cache_bytes,
+            fresh_for: self.fresh_for,
+            dedup_ttl: self.dedup_ttl,
+            page_bytes: self.page_bytes,
+        }
+    }
+}
+
+/// Reads `-` as standard input, anything else as given.
+fn body_arg(body: String) -> Result<String, ToolText> {
+    if body != "-" {
+        return Ok(body);
+    }
+    let mut s = String::new();
+    std::io::stdin()
+        .read_to_string(&mut s)
+        .map_err(|e| ToolText::error(format!("could not read the body from stdin: {e}")))?;
+    Ok(s)
+}
+
+/// Runs one verb that needs a source (every verb but `open` on a file).
+pub async fn run(session: &Session, verb: Verb) -> ToolText {
+    let now = Instant::now();
+    match verb {
+        Verb::Fetch(p) => fetch(session, p, now).await,
+        Verb::Lookup(p) => lookup(session, p).await,
+        Verb::List(p) => list(session, p).await,
+        Verb::Versions(p) => versions(session, p).await,
+        Verb::Publish(mut p) => match body_arg(std::mem::take(&mut p.body)) {
+            Ok(body) => publish(session, PublishParams { body, ..p }).await,
+            Err(t) => t,
+        },
+        Verb::Append(mut p) => match body_arg(std::mem::take(&mut p.body)) {
+            Ok(body) => append(session, AppendParams { body, ..p }, now).await,
+            Err(t) => t,
+        },
+        Verb::Archive(p) => archive(session, p).await,
+        Verb::Open(a) => open_from_source(session, &a, now).await,
+    }
+}
+
+/// `open` on a plain file: no source needed.
+pub fn open_file(args: &OpenArgs) -> Option<Result<String, String>> {
+    let (path, fragment) = split_fragment(&args.target);
+    if args.target.starts_with("mark://") || !std::path::Path::new(path).is_file() {
+        return None;
+    }
+    let text = match std::fs::read(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(_) => return Some(Err(format!("{path} is not UTF-8 text"))),
+        },
+        Err(e) => return Some(Err(format!("could not read {path}: {e}"))),
+    };
+    Some(render_open(
+        &Document::parse(text.as_str()),
+        path,
+        fragment,
+        args.outline,
+    ))
+}
+
+async fn open_from_source(session: &Session, args: &OpenArgs, now: Instant) -> ToolText {
+    let target = match session.resolve(&args.target) {
+        Ok(t) => t,
+        Err(e) => return ToolText::error(e),
+    };
+    let cached = match session.load(&target.path, now).await {
+        Loaded::Doc(d) => d,
+        Loaded::Answer(t) => return t,
+    };
+    match render_open(
+        &cached.doc,
+        &target.path,
+        target.fragment.as_deref(),
+        args.outline,
+    ) {
+        Ok(text) => ToolText::new("ok").with_text(text),
+        Err(e) => ToolText::error(e),
+    }
+}
+
+fn split_fragment(target: &str) -> (&str, Option<&str>) {
+    match target.rsplit_once('#') {
+        Some((p, f)) if !f.is_empty() => (p, Some(f)),
+        Some((p, _)) => (p, None),
+        None => (target, None),
+    }
+}
+
+/// The reader's view: the text, one section, or an outline.
+fn render_open<S: AsRef<str>>(
+    doc: &Document<S>,
+    name: &str,
+    fragment: Option<&str>,
+    outline: bool,
+) -> Result<String, String> {
+    let opts = OutlineOptions::default();
+    let heading = match fragment {
+        None => None,
+        Some(a) => match doc.find_anchor(a) {
+            Ok(h) => Some(h),
+            Err(miss) => {
+                return Err(format!(
+                    "section #{a} not found in {name}; nearest: {}",
+                    miss.nearest.join(", ")
+                ));
+            }
+        },
+    };
+    Ok(match (heading, outline) {
+        (None, false) => doc.source().to_string(),
+        (None, true) => doc.outline(&opts).to_string(),
+        (Some(h), false) => doc.section_text(h).to_string(),
+        (Some(h), true) => doc.section_outline(h, &opts).to_string(),
+    })
+}
+
+/// Prints a result: the plain text, or the JSON object with `--json`.
+pub fn print(t: &ToolText, json: bool) {
+    if json {
+        println!("{}", t.to_json());
+    } else {
+        print!("{}", t.render());
+    }
+}

@@ -1,0 +1,470 @@
+//! `mark_fetch`: a document, an outline, or sections, sized to fit the
+//! agent's budget and deduplicated against what this session delivered.
+
+use crate::dedup::{Decision, Identity, Slice};
+use crate::envelope::{ToolText, size_line};
+use crate::paging::{Cursor, page_ranges};
+use crate::session::{CachedDoc, Loaded, Session};
+use markdown_slice::{Heading, OutlineOptions, SectionHashes, diff_sections};
+use rmcp::schemars::{self, JsonSchema};
+use serde::Deserialize;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How much of a document to deliver.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FetchMode {
+    /// Whole when small, outline when large.
+    #[default]
+    Auto,
+    /// The body, paged when very large.
+    Full,
+    /// Headings only.
+    Outline,
+}
+
+/// Parameters of `mark_fetch` (and of the `fetch` verb).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
+pub struct FetchParams {
+    /// /path or mark://host/path; add #anchor for one section.
+    pub url: String,
+    /// auto (default): small docs whole, large ones as outline; full; outline.
+    #[arg(long, value_enum)]
+    #[serde(default)]
+    pub mode: Option<FetchMode>,
+    /// Several sections at once (anchors or heading text).
+    #[arg(long, value_delimiter = ',')]
+    #[serde(default)]
+    pub anchors: Vec<String>,
+    /// Re-deliver even if unchanged; whole body instead of outline.
+    #[arg(long)]
+    #[serde(default)]
+    pub force: bool,
+    /// Next-page cursor from an earlier result.
+    #[arg(long)]
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// Fetches `params.url` for the session at time `now`.
+pub async fn fetch(session: &Session, params: FetchParams, now: Instant) -> ToolText {
+    let target = match session.resolve(&params.url) {
+        Ok(t) => t,
+        Err(e) => return ToolText::error(e),
+    };
+    let mut anchors: Vec<String> = Vec::new();
+    for a in target.fragment.into_iter().chain(params.anchors) {
+        let a = a.trim().trim_start_matches('#').to_string();
+        if !a.is_empty() && !anchors.contains(&a) {
+            anchors.push(a);
+        }
+    }
+    let cursor = match params
+        .cursor
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+    {
+        None => None,
+        Some(c) => match Cursor::parse(c) {
+            Some(c) => Some(c),
+            None => {
+                return ToolText::error(format!(
+                    "cursor `{c}` is not one mark-mcp gave; fetch again without a cursor"
+                ));
+            }
+        },
+    };
+    if cursor.is_some() && anchors.len() > 1 {
+        return ToolText::error(
+            "a cursor pages one section at a time; fetch url#anchor with the cursor",
+        );
+    }
+    let cached = match session.load(&target.path, now).await {
+        Loaded::Doc(d) => d,
+        Loaded::Answer(t) => return t,
+    };
+    if let Some(c) = &cursor
+        && !c.matches(cached.identity.etag.as_deref())
+    {
+        return ToolText::error(format!(
+            "{} changed since that cursor was given (now {}); fetch it again without a cursor",
+            target.path,
+            cached.identity.label()
+        ));
+    }
+    let view = View {
+        session,
+        path: &target.path,
+        cached: &cached,
+        mode: params.mode.unwrap_or_default(),
+        force: params.force,
+        now,
+    };
+    let parts = if anchors.is_empty() {
+        vec![view.whole(cursor.as_ref())]
+    } else {
+        match view.sections(&anchors, cursor.as_ref()) {
+            Ok(parts) => parts,
+            Err(e) => return e,
+        }
+    };
+    view.compose(parts)
+}
+
+/// One delivered piece of a fetch result.
+#[derive(Debug)]
+struct Part {
+    /// `#anchor`, or empty for the whole document.
+    label: String,
+    kind: PartKind,
+    /// The text of this piece as the agent sees it.
+    text: String,
+    /// `size:` of the thing described (whole document or section).
+    size: String,
+    /// `1 of 4` when the text is one page of several.
+    page: Option<String>,
+    /// The earlier delivery when the document changed since.
+    changed_from: Option<(Identity, Arc<SectionHashes>)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PartKind {
+    Full,
+    Section,
+    Outline,
+    Unchanged,
+    Skipped,
+}
+
+impl PartKind {
+    fn mode(self) -> &'static str {
+        match self {
+            PartKind::Full => "full",
+            PartKind::Section => "section",
+            PartKind::Outline => "outline",
+            PartKind::Unchanged => "unchanged",
+            PartKind::Skipped => "skipped",
+        }
+    }
+}
+
+struct View<'a> {
+    session: &'a Session,
+    path: &'a str,
+    cached: &'a CachedDoc,
+    mode: FetchMode,
+    force: bool,
+    now: Instant,
+}
+
+impl View<'_> {
+    fn threshold(&self) -> usize {
+        self.session.settings().outline_threshold
+    }
+
+    /// Whether a text of `len` bytes comes whole rather than as an outline.
+    fn comes_whole(&self, len: usize, cursor: Option<&Cursor>) -> bool {
+        match self.mode {
+            FetchMode::Outline => false,
+            FetchMode::Full => true,
+            FetchMode::Auto => self.force || cursor.is_some() || len < self.threshold(),
+        }
+    }
+
+    fn whole(&self, cursor: Option<&Cursor>) -> Part {
+        let body = self.cached.doc.source();
+        if self.comes_whole(body.len(), cursor) {
+            self.deliver(Slice::Body, String::new(), body, 0, cursor, usize::MAX)
+        } else {
+            self.outline(None)
+        }
+    }
+
+    fn sections(&self, anchors: &[String], cursor: Option<&Cursor>) -> Result<Vec<Part>, ToolText> {
+        let doc = &self.cached.doc;
+        let mut headings = Vec::with_capacity(anchors.len());
+        for a in anchors {
+            match doc.find_anchor(a) {
+                Ok(h) => headings.push(h),
+                Err(miss) => {
+                    let nearest = if miss.nearest.is_empty() {
+                        "(none: the document has no anchored headings)".to_string()
+                    } else {
+                        miss.nearest.join(", ")
+                    };
+                    return Err(ToolText::error(format!(
+                        "section #{a} not found in {}; nearest: {nearest}",
+                        self.path
+                    )));
+                }
+            }
+        }
+        let mut budget = self.session.settings().page_bytes;
+        let mut parts = Vec::with_capacity(headings.len());
+        for h in headings {
+            let text = doc.section_text(h);
+            let label = format!("#{}", h.anchor.as_deref().unwrap_or_default());
+            let part = if self.comes_whole(text.len(), cursor) {
+                let slice = Slice::Section(h.anchor.clone().unwrap_or_default());
+                self.deliver(slice, label, text, h.section.start, cursor, budget)
+            } else {
+                self.outline(Some(h))
+            };
+            budget = budget.saturating_sub(part.text.len());
+            parts.push(part);
+        }
+        Ok(parts)
+    }
+
+    /// An outline of the document (or of one section), with the opening
+    /// paragraph and how to get the text. Never deduplicated, but a change
+    /// since the last delivery is reported and then counts as seen.
+    fn outline(&self, heading: Option<&Heading>) -> Part {
+        let doc = &self.cached.doc;
+        let opts = OutlineOptions::default();
+        let (what, text, label) = match heading {
+            None => ("document", doc.source(), String::new()),
+            Some(h) => (
+                "section",
+                doc.section_text(h),
+                format!("#{}", h.anchor.as_deref().unwrap_or_default()),
+            ),
+        };
+        let mut out = match heading {
+            None => doc.outline(&opts).to_string(),
+            Some(h) => doc.section_outline(h, &opts).to_string(),
+        }
+        .trim_end()
+        .to_string();
+        if heading.is_none() {
+            let opening = doc.opening_paragraph(400);
+            if !opening.is_empty() {
+                out.push_str("\n\n");
+                out.push_str(opening.trim());
+            }
+        }
+        let wanted = if self.mode == FetchMode::Outline {
+            format!("Outline as asked ({} bytes in all).", text.len())
+        } else {
+            format!(
+                "This {what} is {} bytes (~{} tok), over the {}-byte outline threshold.",
+                text.len(),
+                markdown_slice::estimate_tokens(text),
+                self.threshold()
+            )
+        };
+        out.push_str(&format!(
+            "\n\n{wanted} Fetch a section with url \"{}#anchor\" (several: anchors [..]); force=true for the whole {what}.",
+            self.path
+        ));
+        let changed_from = self.changed_from(&Slice::Body);
+        self.session.log().record(
+            self.path,
+            None,
+            &self.cached.identity,
+            Arc::clone(&self.cached.hashes),
+            self.now,
+        );
+        Part {
+            label,
+            kind: PartKind::Outline,
+            text: out,
+            size: size_line(text),
+            page: None,
+            changed_from,
+        }
+    }
+
+    fn changed_from(&self, slice: &Slice) -> Option<(Identity, Arc<SectionHashes>)> {
+        match self
+            .session
+            .log()
+            .check(self.path, slice, &self.cached.identity, true, self.now)
+        {
+            Decision::Deliver { changed_from } => changed_from,
+            Decision::Unchanged { .. } => None,
+        }
+    }
+
+    /// Delivers `text` (the body or one section, starting at byte `offset`
+    /// of the document), unless this session already has it unchanged;
+    /// paged when over the page size; skipped when over `budget` (what is
+    /// left of the result bound after earlier sections).
+    fn deliver(
+        &self,
+        slice: Slice,
+        label: String,
+        text: &str,
+        offset: usize,
+        cursor: Option<&Cursor>,
+        budget: usize,
+    ) -> Part {
+        let identity = &self.cached.identity;
+        let kind = if label.is_empty() {
+            PartKind::Full
+        } else {
+            PartKind::Section
+        };
+        let size = size_line(text);
+        let page_bytes = self.session.settings().page_bytes;
+        let decision = match cursor {
+            // Later pages continue a delivery: never deduplicated.
+            Some(_) => Decision::Deliver { changed_from: None },
+            None => self
+                .session
+                .log()
+                .check(self.path, &slice, identity, self.force, self.now),
+        };
+        let changed_from = match decision {
+            Decision::Unchanged { since } => {
+                return Part {
+                    label,
+                    kind: PartKind::Unchanged,
+                    text: format!(
+                        "unchanged since {} (read earlier this session); force=true to re-read",
+                        since.label()
+                    ),
+                    size,
+                    page: None,
+                    changed_from: None,
+                };
+            }
+            Decision::Deliver { changed_from } => changed_from,
+        };
+        if text.len().min(page_bytes) > budget {
+            return Part {
+                text: format!(
+                    "{label} not included: the result is already near its {page_bytes}-byte bound; fetch {}{label} on its own",
+                    self.path
+                ),
+                label,
+                kind: PartKind::Skipped,
+                size,
+                page: None,
+                changed_from: None,
+            };
+        }
+        let (out, page) = if text.len() <= page_bytes {
+            (text.to_string(), None)
+        } else {
+            let starts: Vec<usize> = self
+                .cached
+                .doc
+                .headings()
+                .iter()
+                .map(|h| h.line.start)
+                .filter(|&s| s > offset && s < offset + text.len())
+                .map(|s| s - offset)
+                .collect();
+            let pages = page_ranges(text, &starts, page_bytes);
+            let n = cursor.map_or(1, |c| c.page).min(pages.len());
+            let total = pages.len();
+            let mut out = text[pages[n - 1].clone()].to_string();
+            if n < total {
+                let next = Cursor::new(n + 1, identity.etag.as_deref()).encode();
+                out.push_str(&format!(
+                    "\n\n[page {n} of {total}; for the next call mark_fetch with the same url and cursor \"{next}\"]"
+                ));
+            } else {
+                out.push_str(&format!("\n\n[page {n} of {total}, the last]"));
+            }
+            (out, Some(format!("{n} of {total}")))
+        };
+        if cursor.is_none() {
+            self.session.log().record(
+                self.path,
+                Some(slice),
+                identity,
+                Arc::clone(&self.cached.hashes),
+                self.now,
+            );
+        }
+        Part {
+            label,
+            kind,
+            text: out,
+            size,
+            page,
+            changed_from,
+        }
+    }
+
+    fn compose(&self, parts: Vec<Part>) -> ToolText {
+        let identity = &self.cached.identity;
+        let note = parts
+            .iter()
+            .find_map(|p| p.changed_from.as_ref())
+            .map(|(old, hashes)| change_note(old, identity, hashes, &self.cached.hashes));
+        let all_unchanged = parts.iter().all(|p| p.kind == PartKind::Unchanged);
+        let status = if all_unchanged { "unchanged" } else { "ok" };
+        let base = ToolText::new(status)
+            .with_opt("version", identity.version.clone())
+            .with_opt("title", self.cached.doc.title().map(str::to_string));
+        let t = match parts.as_slice() {
+            [one] => base
+                .with("mode", one.kind.mode())
+                .with_opt(
+                    "section",
+                    (!one.label.is_empty()).then(|| one.label.clone()),
+                )
+                .with("size", one.size.clone())
+                .with_opt("page", one.page.clone())
+                .with_text(one.text.clone()),
+            many => {
+                let labels: Vec<&str> = many.iter().map(|p| p.label.as_str()).collect();
+                let text: Vec<String> = many
+                    .iter()
+                    .map(|p| match p.kind {
+                        PartKind::Unchanged | PartKind::Skipped => {
+                            format!("{}: {}", p.label, p.text)
+                        }
+                        PartKind::Outline => format!("{} (outline):\n{}", p.label, p.text),
+                        _ => p.text.clone(),
+                    })
+                    .collect();
+                let text = text.join("\n\n");
+                base.with(
+                    "mode",
+                    if all_unchanged {
+                        "unchanged"
+                    } else {
+                        "sections"
+                    },
+                )
+                .with("section", labels.join(", "))
+                .with("size", size_line(&text))
+                .with_text(text)
+            }
+        };
+        t.with_opt("note", note)
+    }
+}
+
+/// `changed since your last read (v3 -> v5); sections changed: #a; added: #c; removed: #d`
+fn change_note(
+    old: &Identity,
+    new: &Identity,
+    old_hashes: &SectionHashes,
+    new_hashes: &SectionHashes,
+) -> String {
+    let diff = diff_sections(old_hashes, new_hashes);
+    let mut note = format!("changed since your last read ({})", old.step_to(new));
+    let list = |xs: &[String]| {
+        xs.iter()
+            .map(|a| format!("#{a}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for (name, xs) in [
+        ("sections changed", &diff.changed),
+        ("added", &diff.added),
+        ("removed", &diff.removed),
+    ] {
+        if !xs.is_empty() {
+            note.push_str(&format!("; {name}: {}", list(xs)));
+        }
+    }
+    note
+}

@@ -1,0 +1,97 @@
+//! `mark_list`: one page of a directory, as paths an agent can fetch.
+
+use crate::envelope::{ToolText, bounded_lines};
+use crate::session::{Session, passthrough};
+use mark_proto::list::ListEntry;
+use mark_proto::{Request, Status, Verb};
+use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
+use rmcp::schemars::{self, JsonSchema};
+use serde::Deserialize;
+
+/// Entries asked for per page.
+const PAGE_SIZE: usize = 200;
+
+/// Parameters of `mark_list` (and of the `list` verb).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
+pub struct ListParams {
+    /// Folder: /dir/ or mark://host/dir/ (default /).
+    #[arg(default_value = "/")]
+    #[serde(default = "root")]
+    pub url: String,
+    /// Next-page cursor from an earlier result.
+    #[arg(long)]
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// The path of a listed entry, percent-encoded as a request path
+/// (a folder ends in `/`).
+pub fn entry_path(dir: &str, entry: &ListEntry) -> String {
+    let name = utf8_percent_encode(&entry.name, NAME);
+    let slash = if entry.is_dir { "/" } else { "" };
+    format!("{dir}{name}{slash}")
+}
+
+/// Characters escaped in a path segment: controls, space, and what would end
+/// or split a path or URL.
+const NAME: &AsciiSet = &CONTROLS.add(b' ').add(b'#').add(b'%').add(b'/').add(b'?');
+
+fn root() -> String {
+    "/".to_string()
+}
+
+/// Lists one page of a directory.
+pub async fn list(session: &Session, params: ListParams) -> ToolText {
+    let mut dir = match session.resolve(&params.url) {
+        Ok(t) => t.path,
+        Err(e) => return ToolText::error(e),
+    };
+    if !dir.ends_with('/') {
+        dir.push('/');
+    }
+    let mut req =
+        Request::new(Verb::List, dir.as_str()).with_meta("page-size", PAGE_SIZE.to_string());
+    if let Some(c) = params
+        .cursor
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+    {
+        req = req.with_meta("cursor", c);
+    }
+    let resp = match session.send(req).await {
+        Ok(r) => r,
+        Err(t) => return t,
+    };
+    if resp.status != Status::Ok {
+        return passthrough(&resp);
+    }
+    let entries = match mark_proto::list::parse(&resp.body) {
+        Ok(e) => e,
+        Err(e) => {
+            return ToolText::error(format!(
+                "the server's listing of {dir} is malformed ({e}); try again or report it"
+            ));
+        }
+    };
+    let lines: Vec<String> = entries
+        .iter()
+        .map(|e| format!("- {}", entry_path(&dir, e)))
+        .collect();
+    let mut text = bounded_lines(
+        lines.iter().map(String::as_str),
+        32 * 1024,
+        PAGE_SIZE,
+        "entries",
+    );
+    let next = resp.meta("next-cursor").filter(|c| !c.is_empty());
+    if let Some(c) = next {
+        text.push_str(&format!(
+            "\nMore entries: call mark_list with the same url and cursor \"{c}\"."
+        ));
+    }
+    ToolText::new("ok")
+        .with("entries", entries.len().to_string())
+        .with("complete", if next.is_some() { "false" } else { "true" })
+        .with_text(text)
+}

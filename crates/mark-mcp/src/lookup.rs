@@ -1,0 +1,105 @@
+//! `mark_lookup`: the source's card catalog (LOOKUP), bounded.
+
+use crate::envelope::{ToolText, bounded_lines};
+use crate::session::{Session, passthrough};
+use mark_proto::{Request, Status, Verb};
+use rmcp::schemars::{self, JsonSchema};
+use serde::Deserialize;
+
+/// The most rows one lookup returns (the protocol allows 1000; an agent
+/// needs the top few).
+pub const MAX_LIMIT: u32 = 100;
+
+/// What a lookup matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum MatchMode {
+    /// Titles and tags: one row per document.
+    Catalog,
+    /// Section text: one row per section, with a snippet.
+    Body,
+}
+
+impl MatchMode {
+    fn as_str(self) -> &'static str {
+        match self {
+            MatchMode::Catalog => "catalog",
+            MatchMode::Body => "body",
+        }
+    }
+}
+
+/// Parameters of `mark_lookup` (and of the `lookup` verb).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
+pub struct LookupParams {
+    /// Words that must all match (* for everything).
+    pub query: String,
+    /// Folder to search, e.g. /projects (default /).
+    #[arg(long)]
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// e.g. tag=x,modified-after=2026-01-01
+    #[arg(long)]
+    #[serde(default)]
+    pub filter: Option<String>,
+    /// Rows, default 10, at most 100.
+    #[arg(long)]
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// catalog (titles, tags; default) or body (sections, snippets).
+    #[arg(long = "match", id = "match", value_enum)]
+    #[serde(default, rename = "match")]
+    pub match_mode: Option<MatchMode>,
+}
+
+/// Runs a LOOKUP for the session.
+pub async fn lookup(session: &Session, params: LookupParams) -> ToolText {
+    let query = params.query.trim();
+    if query.is_empty() {
+        return ToolText::error("the query is empty; give the words to find, or * for everything");
+    }
+    let scope = match session.resolve(params.scope.as_deref().unwrap_or("/")) {
+        Ok(t) => t.path,
+        Err(e) => return ToolText::error(e),
+    };
+    let limit = params.limit.unwrap_or(10).clamp(1, MAX_LIMIT);
+    let mut req = Request::new(Verb::Lookup, scope)
+        .with_meta("query", query)
+        .with_meta("limit", limit.to_string());
+    if let Some(f) = params
+        .filter
+        .as_deref()
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+    {
+        req = req.with_meta("filter", f);
+    }
+    if let Some(m) = params.match_mode {
+        req = req.with_meta("match", m.as_str());
+    }
+    let resp = match session.send(req).await {
+        Ok(r) => r,
+        Err(t) => return t,
+    };
+    if resp.status != Status::Ok {
+        return passthrough(&resp);
+    }
+    let body = String::from_utf8_lossy(&resp.body);
+    let rows = body.trim_start_matches(['\n', '\r']).lines();
+    let mut text = bounded_lines(
+        rows,
+        session.settings().page_bytes / 4,
+        2 + MAX_LIMIT as usize,
+        "rows",
+    );
+    let matches = resp.meta("matches").unwrap_or("0");
+    if matches != "0" {
+        text.push_str(
+            "\nFetch a hit's section with url \"/path#anchor\" rather than the whole document.",
+        );
+    }
+    ToolText::new("ok")
+        .with("matches", matches)
+        .with_opt("match", resp.meta("match"))
+        .with_text(text)
+}

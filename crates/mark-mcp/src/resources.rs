@@ -1,0 +1,91 @@
+//! MCP resources: documents the user attaches on purpose. A read gives the
+//! whole body (or one `#anchor` section) with no outline and no dedup.
+
+use crate::session::{Loaded, Session};
+use mark_proto::{Request, Status, Verb};
+use std::time::Instant;
+
+/// The most top-level documents `resources/list` names.
+pub const MAX_LISTED: usize = 50;
+
+/// Path of the agent manifest (PROTOCOL.md, Agent manifest).
+pub const AGENT_MANIFEST: &str = "/.well-known/agent-manifest.md";
+
+/// One listed resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// `mark://host/path`.
+    pub uri: String,
+    /// The path (used as the name).
+    pub path: String,
+    /// What it is, for the index and the manifest.
+    pub description: Option<&'static str>,
+}
+
+/// The index (`/index.md` when present), the agent manifest when present,
+/// then the top-level documents, at most [`MAX_LISTED`] in all.
+pub async fn list(session: &Session) -> Result<Vec<Listed>, String> {
+    let resp = session
+        .send(Request::new(Verb::List, "/"))
+        .await
+        .map_err(|t| t.text)?;
+    if resp.status != Status::Ok {
+        return Err(format!("listing / answered {}", resp.status));
+    }
+    let entries = mark_proto::list::parse(&resp.body).map_err(|e| e.to_string())?;
+    let mut docs: Vec<String> = entries
+        .iter()
+        .filter(|e| !e.is_dir)
+        .map(|e| crate::list::entry_path("/", e))
+        .filter(|p| p.ends_with(".md"))
+        .collect();
+    let mut out = Vec::new();
+    let mut add = |path: String, description| {
+        out.push(Listed {
+            uri: session.url_of(&path),
+            path,
+            description,
+        });
+    };
+    if let Some(i) = docs.iter().position(|p| p == "/index.md") {
+        add(docs.remove(i), Some("the index of this knowledge base"));
+    }
+    let manifest = session
+        .send(Request::new(Verb::Fetch, AGENT_MANIFEST))
+        .await;
+    if manifest.is_ok_and(|r| r.status == Status::Ok) {
+        add(
+            AGENT_MANIFEST.to_string(),
+            Some("what this server offers agents"),
+        );
+    }
+    for path in docs {
+        add(path, None);
+    }
+    out.truncate(MAX_LISTED);
+    Ok(out)
+}
+
+/// Reads a resource: the whole body, or one section for `#anchor`.
+pub async fn read(session: &Session, uri: &str, now: Instant) -> Result<String, String> {
+    let target = session.resolve(uri)?;
+    let cached = match session.load(&target.path, now).await {
+        Loaded::Doc(d) => d,
+        Loaded::Answer(t) => {
+            return Err(format!("{}: {} {}", target.path, t.status, t.text)
+                .trim()
+                .to_string());
+        }
+    };
+    match target.fragment {
+        None => Ok(cached.doc.source().to_string()),
+        Some(anchor) => match cached.doc.find_anchor(&anchor) {
+            Ok(h) => Ok(cached.doc.section_text(h).to_string()),
+            Err(miss) => Err(format!(
+                "section #{anchor} not found in {}; nearest: {}",
+                target.path,
+                miss.nearest.join(", ")
+            )),
+        },
+    }
+}

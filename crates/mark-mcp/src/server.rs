@@ -1,0 +1,296 @@
+//! The MCP face: an rmcp `ServerHandler` whose tools, resources and prompts
+//! are thin adapters over the library functions (one per capability).
+
+use crate::envelope::ToolText;
+use crate::fetch::{FetchParams, fetch};
+use crate::list::{ListParams, list};
+use crate::lookup::{LookupParams, lookup};
+use crate::session::Session;
+use crate::versions::{VersionsParams, versions};
+use crate::write::{AppendParams, ArchiveParams, PublishParams, append, archive, publish};
+use crate::{prompts, resources};
+use rmcp::handler::server::router::prompt::PromptRouter;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, ListResourceTemplatesResult, ListResourcesResult,
+    PaginatedRequestParams, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::service::RequestContext;
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler, prompt, prompt_handler, prompt_router, tool,
+    tool_handler, tool_router,
+};
+use serde::Deserialize;
+use std::sync::Arc;
+use std::time::Instant;
+
+const FETCH: &str = "Read a markdown document or sections of it. Small documents come whole; large ones as an outline with #anchors and the opening paragraph: then fetch url#anchor (or anchors: [..] for several). Text you already read this session answers 'unchanged'. force=true re-delivers and bypasses the outline; use it sparingly. Find documents with mark_lookup first.";
+const LOOKUP: &str = "Search the catalog (titles, tags) or, with match=body, section text. Start here, then mark_fetch a hit's url#anchor.";
+const LIST: &str = "List a folder's documents and subfolders (paged).";
+const VERSIONS: &str = "A document's version history, newest first; fetch /path/vN for an old one.";
+const PUBLISH: &str = "Write a new version of a document (the whole body). expected_version: the version you read, 0 for a new document.";
+const APPEND: &str = "Add markdown at the end of a document as a new version.";
+const ARCHIVE: &str = "Archive a document: it leaves listings; its versions stay readable.";
+
+const INSTRUCTIONS: &str = "Markdown knowledge base. Economical path: mark_lookup (or an outline from mark_fetch) first, then fetch only the sections you need as url#anchor. Cite facts as url#anchor.";
+
+/// The MCP server of one session.
+#[derive(Clone)]
+pub struct MarkServer {
+    session: Arc<Session>,
+    tool_router: ToolRouter<MarkServer>,
+    prompt_router: PromptRouter<MarkServer>,
+}
+
+impl std::fmt::Debug for MarkServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MarkServer")
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The MCP form of a result: plain text, `isError` for tool errors.
+fn result(t: ToolText) -> CallToolResult {
+    let content = vec![ContentBlock::text(t.render())];
+    if t.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    }
+}
+
+impl MarkServer {
+    /// A server over `session`; `write` adds the write tools.
+    pub fn new(session: Arc<Session>, write: bool) -> MarkServer {
+        let mut tool_router = MarkServer::read_tools();
+        if write {
+            tool_router += MarkServer::write_tools();
+        }
+        MarkServer {
+            session,
+            tool_router,
+            prompt_router: MarkServer::prompt_router(),
+        }
+    }
+}
+
+#[tool_router(router = read_tools)]
+impl MarkServer {
+    #[tool(
+        description = FETCH,
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn mark_fetch(&self, Parameters(p): Parameters<FetchParams>) -> CallToolResult {
+        result(fetch(&self.session, p, Instant::now()).await)
+    }
+
+    #[tool(
+        description = LOOKUP,
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn mark_lookup(&self, Parameters(p): Parameters<LookupParams>) -> CallToolResult {
+        result(lookup(&self.session, p).await)
+    }
+
+    #[tool(
+        description = LIST,
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn mark_list(&self, Parameters(p): Parameters<ListParams>) -> CallToolResult {
+        result(list(&self.session, p).await)
+    }
+
+    #[tool(
+        description = VERSIONS,
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn mark_versions(&self, Parameters(p): Parameters<VersionsParams>) -> CallToolResult {
+        result(versions(&self.session, p).await)
+    }
+}
+
+#[tool_router(router = write_tools)]
+impl MarkServer {
+    #[tool(
+        description = PUBLISH,
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn mark_publish(&self, Parameters(p): Parameters<PublishParams>) -> CallToolResult {
+        result(publish(&self.session, p).await)
+    }
+
+    #[tool(
+        description = APPEND,
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn mark_append(&self, Parameters(p): Parameters<AppendParams>) -> CallToolResult {
+        result(append(&self.session, p, Instant::now()).await)
+    }
+
+    #[tool(
+        description = ARCHIVE,
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn mark_archive(&self, Parameters(p): Parameters<ArchiveParams>) -> CallToolResult {
+        result(archive(&self.session, p).await)
+    }
+}
+
+/// Arguments of the `orient` prompt.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct OrientArgs {
+    /// Document or folder to get oriented in, e.g. /index.md.
+    pub url: String,
+}
+
+/// Arguments of the `recall` prompt.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RecallArgs {
+    /// What to recall: a name, project or question.
+    pub subject: String,
+}
+
+/// Arguments of the `whats-new` prompt.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WhatsNewArgs {
+    /// A date like 2026-11-01 (default: the last week).
+    #[serde(default)]
+    pub since: Option<String>,
+}
+
+// rmcp's `#[prompt]` generates public `*_prompt_attr` functions without docs.
+#[allow(missing_docs)]
+#[prompt_router]
+impl MarkServer {
+    /// Get oriented in a document or folder, citing url#anchor.
+    #[prompt(name = "orient")]
+    async fn orient(&self, Parameters(a): Parameters<OrientArgs>) -> Vec<PromptMessage> {
+        vec![PromptMessage::new_text(Role::User, prompts::orient(&a.url))]
+    }
+
+    /// Recall what the knowledge base says about a subject, citing url#anchor.
+    #[prompt(name = "recall")]
+    async fn recall(&self, Parameters(a): Parameters<RecallArgs>) -> Vec<PromptMessage> {
+        vec![PromptMessage::new_text(
+            Role::User,
+            prompts::recall(&a.subject),
+        )]
+    }
+
+    /// Find what changed recently, citing url#anchor.
+    #[prompt(name = "whats-new")]
+    async fn whats_new(&self, Parameters(a): Parameters<WhatsNewArgs>) -> Vec<PromptMessage> {
+        vec![PromptMessage::new_text(
+            Role::User,
+            prompts::whats_new(a.since.as_deref()),
+        )]
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+#[prompt_handler(router = self.prompt_router)]
+impl ServerHandler for MarkServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_prompts()
+                .build(),
+        )
+        .with_server_info(Implementation::new("mark-mcp", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let listed = resources::list(&self.session)
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        let items = listed
+            .into_iter()
+            .map(|l| {
+                let r = Resource::new(l.uri, l.path).with_mime_type("text/markdown");
+                match l.description {
+                    Some(d) => r.with_description(d),
+                    None => r,
+                }
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(items))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let template = ResourceTemplate::new(
+            format!("{}/{{+path}}", self.session.source().origin()),
+            "document",
+        )
+        .with_description("A markdown document; add #anchor for one section.")
+        .with_mime_type("text/markdown");
+        Ok(ListResourceTemplatesResult::with_all_items(vec![template]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let text = resources::read(&self.session, &request.uri, Instant::now())
+            .await
+            .map_err(|e| ErrorData::resource_not_found(e, None))?;
+        let contents = ResourceContents::text(text, request.uri).with_mime_type("text/markdown");
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::CommandFactory;
+    use std::collections::BTreeSet;
+
+    /// Every tool is also a CLI verb (`mark_fetch` → `fetch`) taking exactly
+    /// the same parameters.
+    #[test]
+    fn every_tool_has_its_verb_with_the_same_parameters() {
+        let tools = (MarkServer::read_tools() + MarkServer::write_tools()).list_all();
+        assert_eq!(tools.len(), 7);
+        let cli = Cli::command();
+        let globals: BTreeSet<String> = cli
+            .get_arguments()
+            .map(|a| a.get_id().to_string())
+            .collect();
+        for tool in tools {
+            let verb = tool.name.strip_prefix("mark_").unwrap();
+            let sub = cli
+                .find_subcommand(verb)
+                .unwrap_or_else(|| panic!("no verb for {}", tool.name));
+            let schema_props: BTreeSet<String> = tool.input_schema["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+            let verb_args: BTreeSet<String> = sub
+                .get_arguments()
+                .map(|a| a.get_id().to_string())
+                .filter(|id| id != "help" && !globals.contains(id))
+                .collect();
+            assert_eq!(schema_props, verb_args, "{}", tool.name);
+            assert_eq!(tool.input_schema["type"], "object");
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! Where documents come from: one trait with one method, so that everything
+//! above it (cache, dedup, fetch, lookup) is the same for a Mark server and
+//! a local folder.
+
+use futures::future::BoxFuture;
+use mark_proto::{Request, Response};
+
+/// Why a request got no response at all (a response with an error status is
+/// not a `SourceError`: it passes through to the agent).
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The QUIC client failed (connect, TLS, timeout, malformed answer, …).
+    #[error(transparent)]
+    Client(#[from] mark_client::ClientError),
+    /// The in-process engine's worker thread failed.
+    #[error("the local store stopped while answering ({0}); restart mark-mcp")]
+    Local(String),
+}
+
+/// A place that answers Mark Protocol requests.
+pub trait Source: Send + Sync {
+    /// Sends one request and waits for its response.
+    fn send(&self, req: Request) -> BoxFuture<'_, Result<Response, SourceError>>;
+
+    /// The origin of this source's URLs, as [`mark_proto::MarkUrl::origin`]
+    /// writes it: `mark://local` for a folder, `mark://host[:port]` for a server.
+    fn origin(&self) -> String;
+
+    /// One line saying what this source is, for logs and `get_info`.
+    fn describe(&self) -> String;
+}

@@ -1,0 +1,199 @@
+//! The two sources: a local folder served in process by `mark-store`, and a
+//! Mark server reached over QUIC by `mark-client`; and choosing one from the
+//! command line.
+
+use crate::cli::Cli;
+use crate::source::{Source, SourceError};
+use futures::future::BoxFuture;
+use mark_client::{Client, ClientConfig, Token, Trust, parse_fingerprint};
+use mark_proto::{MarkUrl, Request, Response};
+use mark_store::{Engine, StoreMode, TokenStore};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Origin of the URLs of a local folder.
+pub const LOCAL_ORIGIN: &str = "mark://local";
+
+/// A folder read in process: the same engine mark-server runs.
+pub struct LocalSource {
+    engine: Arc<Engine>,
+    root: String,
+    /// The owner's token for writes through this process (see [`LocalSource::open`]).
+    owner_token: Option<String>,
+}
+
+impl LocalSource {
+    /// Opens `root`: a versioned store when it has `versions/` folders, else
+    /// a flat read-only folder. With `write` on a versioned store the person
+    /// running mark-mcp is its owner: the engine gets a token store with one
+    /// publish grant on everything, whose token never leaves this process.
+    pub fn open(root: &Path, write: bool) -> Result<LocalSource, String> {
+        let mode = if is_versioned(root) {
+            StoreMode::Versioned
+        } else {
+            StoreMode::Flat
+        };
+        let (tokens, owner_token) = if write && mode == StoreMode::Versioned {
+            let (store, token) = owner_grant()?;
+            (Some(store), Some(token))
+        } else {
+            (None, None)
+        };
+        let engine = Engine::open(root, mode, tokens)
+            .map_err(|e| format!("cannot serve {}: {e}", root.display()))?;
+        Ok(LocalSource {
+            engine: Arc::new(engine),
+            root: root.display().to_string(),
+            owner_token,
+        })
+    }
+}
+
+/// A one-process token granting publish everywhere (reads stay public: a
+/// read grant would make them need the token). Its strength hardly matters:
+/// it is never written, printed or sent anywhere, and whoever reaches this
+/// process's stdio may write anyway.
+fn owner_grant() -> Result<(TokenStore, String), String> {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seed = format!("mark-mcp owner {} {nanos}", std::process::id());
+    let token = blake3::hash(seed.as_bytes()).to_hex().to_string();
+    let hash = hex::encode(Sha256::digest(token.as_bytes()));
+    let text =
+        format!("[[token]]\nhash = \"sha256-{hash}\"\npaths = [\"/**\"]\nops = [\"publish\"]\n");
+    let store =
+        TokenStore::parse(&text).map_err(|e| format!("could not set up local writes: {e}"))?;
+    Ok((store, token))
+}
+
+/// A versioned store keeps its chains in `versions/` folders (at the root or
+/// in any subfolder); a plain notes folder has none.
+fn is_versioned(root: &Path) -> bool {
+    fn walk(dir: &Path, depth: usize) -> bool {
+        if depth > 8 {
+            return false;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        entries.flatten().any(|e| {
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            is_dir && (e.file_name() == "versions" || walk(&e.path(), depth + 1))
+        })
+    }
+    walk(root, 0)
+}
+
+impl Source for LocalSource {
+    fn send(&self, mut req: Request) -> BoxFuture<'_, Result<Response, SourceError>> {
+        if let Some(t) = &self.owner_token
+            && req.verb.is_write()
+        {
+            req = req.with_meta("auth", t.as_str());
+        }
+        let engine = Arc::clone(&self.engine);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || engine.handle(&req, SystemTime::now()))
+                .await
+                .map_err(|e| SourceError::Local(e.to_string()))
+        })
+    }
+
+    fn origin(&self) -> String {
+        LOCAL_ORIGIN.to_string()
+    }
+
+    fn describe(&self) -> String {
+        let mode = match (self.engine.mode(), &self.owner_token) {
+            (StoreMode::Versioned, Some(_)) => "versioned store, writable",
+            (StoreMode::Versioned, None) => "versioned store, read-only",
+            (StoreMode::Flat, _) => "folder, read-only",
+        };
+        format!("{} ({mode}) as {LOCAL_ORIGIN}", self.root)
+    }
+}
+
+/// A Mark server over QUIC: one client, one connection reused.
+pub struct RemoteSource {
+    client: Client,
+    url: MarkUrl,
+}
+
+impl RemoteSource {
+    /// A source for `host` (`mark://HOST[:PORT]`) with the given client.
+    pub fn new(url: MarkUrl, client: Client) -> RemoteSource {
+        RemoteSource { client, url }
+    }
+}
+
+impl Source for RemoteSource {
+    fn send(&self, req: Request) -> BoxFuture<'_, Result<Response, SourceError>> {
+        Box::pin(async move {
+            Ok(self
+                .client
+                .request(self.url.host(), self.url.port(), req)
+                .await?)
+        })
+    }
+
+    fn origin(&self) -> String {
+        self.url.origin()
+    }
+
+    fn describe(&self) -> String {
+        format!("Mark server {}", self.url.origin())
+    }
+}
+
+/// Reads the token from `--token-file`, else `MARK_TOKEN`. Never logged.
+fn token(cli: &Cli) -> Result<Option<String>, String> {
+    if let Some(file) = &cli.token_file {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("cannot read the token file {}: {e}", file.display()))?;
+        let t = text.trim();
+        return if t.is_empty() {
+            Err(format!("the token file {} is empty", file.display()))
+        } else {
+            Ok(Some(t.to_string()))
+        };
+    }
+    Ok(std::env::var("MARK_TOKEN")
+        .ok()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty()))
+}
+
+/// Builds the source the options name. A token (`--token-file`,
+/// `MARK_TOKEN`) goes to a server; a local folder needs none.
+pub fn from_cli(cli: &Cli) -> Result<Arc<dyn Source>, String> {
+    if let Some(root) = &cli.root {
+        return Ok(Arc::new(LocalSource::open(root, cli.write)?));
+    }
+    let token = token(cli)?;
+    let Some(host) = &cli.host else {
+        return Err(
+            "give a source: --root DIR (a local folder) or --host mark://HOST[:PORT]".into(),
+        );
+    };
+    let url = MarkUrl::parse(host).map_err(|e| format!("--host: {e}"))?;
+    let trust = if cli.insecure {
+        tracing::warn!("--insecure: the server's certificate is not verified");
+        Trust::Insecure
+    } else if let Some(pin) = &cli.pin {
+        Trust::Pin(parse_fingerprint(pin).map_err(|e| format!("--pin: {e}"))?)
+    } else if let Some(ca) = &cli.ca {
+        Trust::CaFile(ca.clone())
+    } else {
+        Trust::SystemRoots
+    };
+    let client = Client::new(ClientConfig {
+        trust,
+        token: token.map(Token::new),
+        ..Default::default()
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(Arc::new(RemoteSource::new(url, client)))
+}

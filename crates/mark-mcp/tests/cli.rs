@@ -1,0 +1,159 @@
+//! The CLI face and the process contract: verbs print what the tools
+//! return, `open` reads plain files, and in MCP mode stdout carries nothing
+//! but JSON-RPC.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use support::{Mcp, bin, kb};
+
+fn run(args: &[&str]) -> (String, bool) {
+    let out = Command::new(bin())
+        .args(args)
+        .env_remove("MARK_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (String::from_utf8(out.stdout).unwrap(), out.status.success())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verbs_print_exactly_what_the_tools_return() {
+    let root = kb().display().to_string();
+    let mcp = Mcp::start(&["--root", &root]).await;
+    let cases: [(&[&str], Value, &'static str); 4] = [
+        (
+            &["fetch", "/large.md"],
+            json!({"url": "/large.md"}),
+            "mark_fetch",
+        ),
+        (
+            &["fetch", "/large.md", "--anchors", "pilots,contacts"],
+            json!({"url": "/large.md", "anchors": ["pilots", "contacts"]}),
+            "mark_fetch",
+        ),
+        (
+            &["lookup", "dredger", "--match", "body", "--limit", "2"],
+            json!({"query": "dredger", "match": "body", "limit": 2}),
+            "mark_lookup",
+        ),
+        (&["list", "/notes/"], json!({"url": "/notes/"}), "mark_list"),
+    ];
+    for (args, params, tool) in cases {
+        let mut full = vec!["--root", root.as_str()];
+        full.extend_from_slice(args);
+        let (stdout, ok) = run(&full);
+        assert!(ok, "{args:?}");
+        let reply = mcp.call(tool, params).await;
+        assert_eq!(stdout, reply.text, "{args:?}");
+    }
+    mcp.stop().await;
+
+    // --json: the same fields as an object; an error exits non-zero.
+    let (stdout, ok) = run(&["--root", &root, "--json", "fetch", "/small.md#gamma"]);
+    assert!(ok);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        (v["status"].as_str(), v["section"].as_str()),
+        (Some("ok"), Some("#gamma"))
+    );
+    assert!(v["text"].as_str().unwrap().starts_with("## Gamma"));
+    let (stdout, ok) = run(&["--root", &root, "fetch", "/small.md#nope"]);
+    assert!(!ok && stdout.contains("section #nope not found in /small.md; nearest: "));
+    let (_, ok) = run(&["fetch", "/small.md"]);
+    assert!(!ok, "no source given");
+}
+
+#[test]
+fn open_reads_plain_files_and_sources() {
+    let file = kb().join("small.md");
+    let (out, ok) = run(&["open", &format!("{}#beta", file.display())]);
+    assert!(ok);
+    assert!(out.starts_with("## Beta\n") && out.contains("Beta detail") && !out.contains("Gamma"));
+    let (out, ok) = run(&["open", &file.display().to_string(), "--outline"]);
+    assert!(
+        ok && out.contains("- Small Notes (#small-notes") && out.contains("(#beta-detail"),
+        "{out}"
+    );
+    let (out, ok) = run(&[
+        "--root",
+        &kb().display().to_string(),
+        "open",
+        "/large.md#contacts",
+    ]);
+    assert!(ok && out.starts_with("## Contacts\n"), "{out}");
+}
+
+#[test]
+fn stdout_carries_only_json_rpc() {
+    let mut child = Command::new(bin())
+        .args(["--root", &kb().display().to_string()])
+        .env("RUST_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "mark_fetch", "arguments": {"url": "/small.md"}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "resources/templates/list"}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "prompts/list"}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for r in &requests {
+        writeln!(stdin, "{r}").unwrap();
+    }
+    // Answers come before the process sees end of input and exits.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    while seen.lines().filter(|l| l.contains("\"id\"")).count() < 5 {
+        let n = stdout.read(&mut buf).unwrap();
+        assert!(n > 0, "stdout closed early: {seen}");
+        seen.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+    }
+    drop(stdin);
+    stdout.read_to_string(&mut seen).unwrap();
+    assert!(child.wait().unwrap().success());
+    let lines: Vec<Value> = seen
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 5, "{seen}");
+    for v in &lines {
+        assert_eq!(v["jsonrpc"], "2.0");
+        assert!(v.get("error").is_none(), "{v}");
+    }
+    let by_id = |id: u64| lines.iter().find(|v| v["id"] == id).unwrap();
+    assert_eq!(by_id(1)["result"]["protocolVersion"], "2025-11-25");
+    let caps = &by_id(1)["result"]["capabilities"];
+    assert!(
+        caps["tools"].is_object() && caps["resources"].is_object() && caps["prompts"].is_object()
+    );
+    assert_eq!(by_id(2)["result"]["tools"].as_array().unwrap().len(), 4);
+    assert!(
+        by_id(3)["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("status: ok\n")
+    );
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        stderr.contains("mark-mcp starting"),
+        "logs go to stderr: {stderr}"
+    );
+}

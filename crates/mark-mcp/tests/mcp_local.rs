@@ -1,0 +1,366 @@
+//! End to end over `--root`: the real `mark-mcp` binary serving the fixture
+//! folder `fixtures/mcp/kb` in process, driven by rmcp's client over stdio.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use serde_json::json;
+use support::{Mcp, copy_kb, kb};
+
+fn root_args(root: &std::path::Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["--root".to_string(), root.display().to_string()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetch_sizes_sections_and_errors() {
+    let mcp = Mcp::start(&root_args(&kb(), &[])).await;
+    let small = std::fs::read_to_string(kb().join("small.md")).unwrap();
+    let large = std::fs::read_to_string(kb().join("large.md")).unwrap();
+
+    // A small document comes whole.
+    let r = mcp.fetch("/small.md").await;
+    assert_eq!(r.status(), "ok", "{}", r.text);
+    assert_eq!(r.field("mode"), Some("full"));
+    assert_eq!(r.field("title"), Some("Small Notes"));
+    assert_eq!(r.body(), small);
+    assert!(
+        r.field("size")
+            .unwrap()
+            .starts_with(&format!("{} bytes, ~", small.len()))
+    );
+
+    // A large one gives its outline, opening paragraph, size and the hint.
+    let r = mcp.fetch("mark://local/large.md").await;
+    assert_eq!(r.field("mode"), Some("outline"), "{}", r.text);
+    assert!(
+        r.field("size")
+            .unwrap()
+            .starts_with(&format!("{} bytes", large.len()))
+    );
+    for anchor in ["#berths", "#pilots", "#tide-tables", "#contacts"] {
+        assert!(r.body().contains(anchor), "{anchor} in {}", r.text);
+    }
+    assert!(
+        r.body()
+            .contains("The harbour handbook explains how the port runs day to day")
+    );
+    assert!(r.body().contains("/large.md#anchor") && r.body().contains("force=true"));
+    assert!(
+        !r.body().contains("Pilot note 3"),
+        "no body text in an outline"
+    );
+    // Outlines are not deduplicated.
+    assert_eq!(mcp.fetch("/large.md").await.field("mode"), Some("outline"));
+
+    // mode full and force give the body.
+    let r = mcp
+        .call("mark_fetch", json!({"url": "/large.md", "mode": "full"}))
+        .await;
+    assert_eq!((r.field("mode"), r.body()), (Some("full"), large.as_str()));
+    let r = mcp
+        .call("mark_fetch", json!({"url": "/large.md", "force": true}))
+        .await;
+    assert_eq!(r.body(), large);
+
+    // A section of a small document: heading and subsections, not the next sibling.
+    let r = mcp.fetch("/small.md#beta").await;
+    assert_eq!(
+        (r.field("mode"), r.field("section")),
+        (Some("section"), Some("#beta")),
+        "{}",
+        r.text
+    );
+    assert!(r.body().starts_with("## Beta\n") && r.body().contains("### Beta detail"));
+    assert!(!r.body().contains("## Gamma"));
+    // Raw heading text works as an anchor too.
+    let r = mcp.fetch("/small.md#Beta detail").await;
+    assert_eq!(r.field("section"), Some("#beta-detail"));
+
+    // A section of a large document.
+    let r = mcp.fetch("/large.md#berths").await;
+    assert!(
+        r.body().starts_with("## Berths\n") && r.body().contains("### South quay"),
+        "{}",
+        r.text
+    );
+    assert!(!r.body().contains("## Pilots"));
+
+    // Several anchors in one call.
+    let r = mcp
+        .call(
+            "mark_fetch",
+            json!({"url": "/large.md", "anchors": ["pilots", "#contacts"]}),
+        )
+        .await;
+    assert_eq!(r.field("section"), Some("#pilots, #contacts"), "{}", r.text);
+    assert!(r.body().contains("## Pilots\n") && r.body().contains("## Contacts\n"));
+    assert!(!r.body().contains("## Tide tables"));
+
+    // An oversized section gives its sub-outline; force gives its text.
+    let r = mcp.fetch("/large.md#tide-tables").await;
+    assert_eq!(r.field("mode"), Some("outline"), "{}", r.text);
+    assert!(r.body().contains("#spring-tides") && r.body().contains("#storm-surges"));
+    assert!(!r.body().contains("Spring note 1"));
+    let r = mcp
+        .call(
+            "mark_fetch",
+            json!({"url": "/large.md#tide-tables", "force": true}),
+        )
+        .await;
+    assert_eq!(r.field("mode"), Some("section"));
+    assert!(r.body().contains("Spring note 1") && !r.body().contains("## Contacts"));
+
+    // The H1's section is the whole document and obeys the threshold.
+    let r = mcp.fetch("/large.md#harbour-handbook").await;
+    assert_eq!(r.field("mode"), Some("outline"));
+
+    // Unknown anchor: a tool error naming the nearest anchors.
+    let r = mcp.fetch("/large.md#pilot").await;
+    assert!(r.is_error);
+    assert!(
+        r.body()
+            .starts_with("section #pilot not found in /large.md; nearest: "),
+        "{}",
+        r.text
+    );
+    assert!(r.body().contains("pilots"));
+
+    // Non-ok statuses pass through; binary bodies give a notice.
+    let r = mcp.fetch("/missing.md").await;
+    assert_eq!(r.status(), "not-found");
+    assert!(!r.is_error);
+    let r = mcp.fetch("/binary.md").await;
+    assert_eq!(r.field("mode"), Some("notice"), "{}", r.text);
+    assert!(r.body().contains("not UTF-8") && !r.body().contains("binary bytes"));
+
+    // Other hosts and schemes are refused in one sentence.
+    for url in [
+        "mark://elsewhere.example/small.md",
+        "https://example.com/x.md",
+    ] {
+        let r = mcp.fetch(url).await;
+        assert!(r.is_error, "{url}");
+        assert_eq!(r.body().lines().count(), 1);
+    }
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dedup_within_and_across_sessions() {
+    let dir = copy_kb();
+    let args = root_args(dir.path(), &["--fresh-for", "0s"]);
+    let mcp = Mcp::start(&args).await;
+    let first = mcp.fetch("/small.md").await;
+    assert_eq!(first.field("mode"), Some("full"));
+
+    // The same slice again: one line, no body.
+    let again = mcp.fetch("/small.md").await;
+    assert_eq!(again.status(), "unchanged", "{}", again.text);
+    assert!(
+        again.body().starts_with("unchanged since "),
+        "{}",
+        again.text
+    );
+    assert!(again.body().contains("force=true to re-read") && !again.body().contains("ferry"));
+
+    // force re-delivers; a section after the full fetch still comes.
+    assert!(
+        mcp.call("mark_fetch", json!({"url": "/small.md", "force": true}))
+            .await
+            .body()
+            .contains("ferry")
+    );
+    let sec = mcp.fetch("/small.md#gamma").await;
+    assert_eq!(sec.field("mode"), Some("section"));
+    assert_eq!(mcp.fetch("/small.md#gamma").await.status(), "unchanged");
+
+    // A second session does not see this one's deliveries.
+    let other = Mcp::start(&args).await;
+    assert_eq!(other.fetch("/small.md").await.field("mode"), Some("full"));
+    other.stop().await;
+
+    // The document changes on disk: the body comes with what changed.
+    let path = dir.path().join("small.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replace(
+        "The second ferry leaves at nine.",
+        "The second ferry leaves at half past nine.",
+    );
+    std::fs::write(
+        &path,
+        format!("{text}\n## Delta\n\nA new pier opens in May.\n"),
+    )
+    .unwrap();
+    let changed = mcp.fetch("/small.md").await;
+    assert_eq!(changed.field("mode"), Some("full"), "{}", changed.text);
+    let note = changed.field("note").unwrap();
+    assert!(note.starts_with("changed since your last read ("), "{note}");
+    assert!(
+        note.contains("sections changed: #beta") && note.contains("added: #delta"),
+        "{note}"
+    );
+    assert!(changed.body().contains("half past nine"));
+    // ... and then it is unchanged again.
+    assert_eq!(mcp.fetch("/small.md").await.status(), "unchanged");
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_bodies_come_in_pages() {
+    let mcp = Mcp::start(&root_args(&kb(), &["--page-bytes", "4000"])).await;
+    let large = std::fs::read_to_string(kb().join("large.md")).unwrap();
+    let mut got = String::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut args = json!({"url": "/large.md", "mode": "full"});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let r = mcp.call("mark_fetch", args).await;
+        pages += 1;
+        let page = r.field("page").unwrap().to_string();
+        assert!(page.starts_with(&format!("{pages} of ")), "{}", r.text);
+        let (text, trailer) = r.body().rsplit_once("\n\n[page ").unwrap();
+        assert!(text.len() <= 4000);
+        got.push_str(text);
+        cursor = trailer.split('"').nth(1).map(str::to_string);
+        if cursor.is_none() {
+            assert!(trailer.contains("the last"));
+            break;
+        }
+        assert!(pages < 10);
+    }
+    assert!(pages >= 4);
+    assert_eq!(got, large, "the pages re-assemble the body");
+    let r = mcp
+        .call(
+            "mark_fetch",
+            json!({"url": "/large.md", "cursor": "nonsense"}),
+        )
+        .await;
+    assert!(r.is_error);
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookup_list_versions_and_refused_writes() {
+    let mcp = Mcp::start(&root_args(&kb(), &["--write"])).await;
+    let r = mcp.call("mark_lookup", json!({"query": "crew"})).await;
+    assert_eq!(r.status(), "ok", "{}", r.text);
+    assert!(r.body().contains("/notes/crew.md"), "{}", r.text);
+    let r = mcp
+        .call(
+            "mark_lookup",
+            json!({"query": "dredger", "match": "body", "limit": 3}),
+        )
+        .await;
+    assert_eq!(r.field("match"), Some("body"), "{}", r.text);
+    assert!(r.body().contains("/notes/crew.md#"), "{}", r.text);
+    let r = mcp.call("mark_lookup", json!({"query": " "})).await;
+    assert!(r.is_error);
+
+    let r = mcp.call("mark_list", json!({"url": "/"})).await;
+    assert_eq!(r.status(), "ok", "{}", r.text);
+    for entry in ["- /small.md", "- /large.md", "- /index.md", "- /notes/"] {
+        assert!(r.body().contains(entry), "{entry} in {}", r.text);
+    }
+    let r = mcp.call("mark_list", json!({"url": "/notes"})).await;
+    assert!(r.body().contains("- /notes/crew.md"), "{}", r.text);
+
+    let r = mcp.call("mark_versions", json!({"url": "/small.md"})).await;
+    assert_eq!(r.status(), "ok", "{}", r.text);
+    assert!(r.body().contains("- v1"), "{}", r.text);
+
+    // A plain folder is read-only: the refusal says so.
+    let r = mcp
+        .call(
+            "mark_publish",
+            json!({"url": "/small.md", "body": "# x\n", "expected_version": 1}),
+        )
+        .await;
+    assert!(r.is_error, "{}", r.text);
+    assert_eq!(r.status(), "not-permitted", "{}", r.text);
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_and_prompts() {
+    let mcp = Mcp::start(&root_args(&kb(), &[])).await;
+    let listed = mcp.client.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = listed.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris.first(), Some(&"mark://local/index.md"), "{uris:?}");
+    assert!(uris.contains(&"mark://local/large.md") && uris.contains(&"mark://local/small.md"));
+    let templates = mcp.client.list_all_resource_templates().await.unwrap();
+    assert_eq!(templates[0].uri_template, "mark://local/{+path}");
+
+    // A read is the whole body (no outline, no dedup), or one section.
+    let large = std::fs::read_to_string(kb().join("large.md")).unwrap();
+    assert_eq!(mcp.read("mark://local/large.md").await.unwrap(), large);
+    assert_eq!(mcp.read("mark://local/large.md").await.unwrap(), large);
+    let pilots = mcp.read("mark://local/large.md#pilots").await.unwrap();
+    assert!(pilots.starts_with("## Pilots\n") && !pilots.contains("## Tide"));
+    assert!(mcp.read("mark://local/nope.md").await.is_err());
+
+    let prompts = mcp.client.list_all_prompts().await.unwrap();
+    let mut names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["orient", "recall", "whats-new"]);
+    let p = mcp.prompt("orient", json!({"url": "/index.md"})).await;
+    assert!(p.contains("mark_fetch {url: \"/index.md\"}") && p.contains("url#anchor"));
+    let p = mcp
+        .prompt("recall", json!({"subject": "night shift"}))
+        .await;
+    assert!(p.contains("mark_lookup {query: \"night shift\"}"));
+    let p = mcp
+        .prompt("whats-new", json!({"since": "2026-11-01"}))
+        .await;
+    assert!(p.contains("modified-after=2026-11-01"));
+    let p = mcp.prompt("whats-new", json!({})).await;
+    assert!(p.contains("mark_lookup"));
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_list_is_small_and_well_formed() {
+    let mcp = Mcp::start(&root_args(&kb(), &[])).await;
+    let tools = mcp.client.list_all_tools().await.unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        ["mark_fetch", "mark_list", "mark_lookup", "mark_versions"]
+    );
+    for t in &tools {
+        assert_eq!(
+            t.input_schema.get("type"),
+            Some(&json!("object")),
+            "{}",
+            t.name
+        );
+        let a = t.annotations.as_ref().unwrap();
+        assert_eq!(a.read_only_hint, Some(true));
+        assert!(
+            a.destructive_hint.is_some()
+                && a.idempotent_hint.is_some()
+                && a.open_world_hint.is_some()
+        );
+    }
+    let size = serde_json::to_string(&json!({ "tools": tools }))
+        .unwrap()
+        .len();
+    assert!(size < 4096, "tools/list is {size} bytes");
+    mcp.stop().await;
+
+    let mcp = Mcp::start(&root_args(&kb(), &["--write"])).await;
+    let tools = mcp.client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 7);
+    let publish = tools.iter().find(|t| t.name == "mark_publish").unwrap();
+    assert_eq!(
+        publish.annotations.as_ref().unwrap().read_only_hint,
+        Some(false)
+    );
+    mcp.stop().await;
+}

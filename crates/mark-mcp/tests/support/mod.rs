@@ -1,0 +1,176 @@
+//! Shared helpers of the end-to-end tests: start the real `mark-mcp` binary
+//! and talk MCP to it over stdio with rmcp's client.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use rmcp::model::{
+    CallToolRequestParams, ContentBlock, GetPromptRequestParams, ReadResourceRequestParams,
+};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_mark-mcp")
+}
+
+/// The fixture knowledge base (read-only: copy it before writing).
+pub fn kb() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mcp/kb")
+}
+
+/// A copy of the fixture knowledge base in a temporary directory.
+pub fn copy_kb() -> tempfile::TempDir {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let target = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &target);
+            } else {
+                std::fs::copy(e.path(), target).unwrap();
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    copy(&kb(), dir.path());
+    dir
+}
+
+/// A `key: value` line of a result's envelope.
+pub fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let head = text.split("\n\n").next().unwrap_or("");
+    head.lines()
+        .find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix(": ")))
+}
+
+/// The text after the envelope's blank line.
+pub fn body(text: &str) -> &str {
+    text.split_once("\n\n").map_or("", |(_, b)| b)
+}
+
+/// One tool result: its text and whether it was a tool error.
+#[derive(Debug)]
+pub struct Reply {
+    pub text: String,
+    pub is_error: bool,
+}
+
+impl Reply {
+    pub fn field(&self, key: &str) -> Option<&str> {
+        field(&self.text, key)
+    }
+    pub fn status(&self) -> &str {
+        self.field("status").unwrap_or("")
+    }
+    pub fn body(&self) -> &str {
+        body(&self.text)
+    }
+}
+
+/// A running `mark-mcp` with an MCP client session over its stdio.
+pub struct Mcp {
+    pub client: RunningService<RoleClient, ()>,
+}
+
+impl Mcp {
+    /// Starts `mark-mcp ARGS…` and completes the MCP handshake.
+    pub async fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Mcp {
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.args(args)
+            .env_remove("MARK_TOKEN")
+            .env("RUST_LOG", "warn");
+        let (transport, _stderr) = TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let client = ().serve(transport).await.unwrap();
+        Mcp { client }
+    }
+
+    /// Calls a tool with JSON arguments.
+    pub async fn call(&self, tool: &'static str, args: Value) -> Reply {
+        let args: Map<String, Value> = match args {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let result = self
+            .client
+            .call_tool(CallToolRequestParams::new(tool).with_arguments(args))
+            .await
+            .unwrap();
+        assert!(
+            result.structured_content.is_none(),
+            "results are plain text"
+        );
+        let text = result
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .map(|t| t.text.as_str())
+            .collect::<Vec<_>>()
+            .join("");
+        Reply {
+            text,
+            is_error: result.is_error.unwrap_or(false),
+        }
+    }
+
+    /// `mark_fetch` with just a url.
+    pub async fn fetch(&self, url: &str) -> Reply {
+        self.call("mark_fetch", json!({ "url": url })).await
+    }
+
+    /// Reads a resource; the text of its first content.
+    pub async fn read(&self, uri: &str) -> Result<String, String> {
+        match self
+            .client
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+        {
+            Ok(r) => Ok(match r.contents.first() {
+                Some(rmcp::model::ResourceContents::TextResourceContents {
+                    text,
+                    mime_type,
+                    ..
+                }) => {
+                    assert_eq!(mime_type.as_deref(), Some("text/markdown"));
+                    text.clone()
+                }
+                other => panic!("unexpected contents {other:?}"),
+            }),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Gets a prompt; its messages' text joined.
+    pub async fn prompt(&self, name: &str, args: Value) -> String {
+        let args: Map<String, Value> = match args {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let r = self
+            .client
+            .get_prompt(GetPromptRequestParams::new(name).with_arguments(args))
+            .await
+            .unwrap();
+        r.messages
+            .iter()
+            .map(|m| {
+                serde_json::to_value(&m.content).unwrap()["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Ends the session (the child process exits with its stdin).
+    pub async fn stop(self) {
+        self.client.cancel().await.unwrap();
+    }
+}
