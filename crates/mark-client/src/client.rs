@@ -61,7 +61,7 @@ impl Client {
         let mut transport = quinn::TransportConfig::default();
         transport.keep_alive_interval(Some(config.keep_alive_interval));
         let idle = quinn::IdleTimeout::try_from(config.idle_timeout)
-            .map_err(|e| ClientError::TlsConfig(e.to_string()))?;
+            .map_err(|e| ClientError::Config(e.to_string()))?;
         transport.max_idle_timeout(Some(idle));
         // A server never opens streams towards a client.
         transport.max_concurrent_bidi_streams(VarInt::from_u32(0));

@@ -128,9 +128,9 @@ pub enum ClientError {
         "could not open a local UDP socket for QUIC ({0}); create the client inside a tokio runtime and check that UDP is allowed"
     )]
     Endpoint(String),
-    /// The TLS configuration could not be built.
-    #[error("the TLS configuration is unusable ({0}); check the trust settings")]
-    TlsConfig(String),
+    /// The settings cannot be turned into a QUIC/TLS configuration.
+    #[error("the client configuration is unusable ({0}); check the trust and timeout settings")]
+    Config(String),
     /// A CA file could not be read or holds no certificate.
     #[error(
         "could not load CA certificates from {path} ({reason}); pass a PEM file with at least one certificate"

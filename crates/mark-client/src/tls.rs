@@ -80,14 +80,14 @@ impl TlsSetup {
         };
         let mut tls = rustls::ClientConfig::builder_with_provider(self.provider.clone())
             .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(|e| ClientError::TlsConfig(e.to_string()))?
+            .map_err(|e| ClientError::Config(e.to_string()))?
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(verifier))
             .with_no_client_auth();
         tls.alpn_protocols = vec![mark_proto::ALPN.to_vec()];
         tls.resumption = self.resumption.clone();
         let quic =
-            QuicClientConfig::try_from(tls).map_err(|e| ClientError::TlsConfig(e.to_string()))?;
+            QuicClientConfig::try_from(tls).map_err(|e| ClientError::Config(e.to_string()))?;
         Ok((Arc::new(quic), failure))
     }
 }
@@ -98,7 +98,7 @@ fn roots_verifier(
 ) -> Result<Arc<WebPkiServerVerifier>, ClientError> {
     WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
-        .map_err(|e| ClientError::TlsConfig(e.to_string()))
+        .map_err(|e| ClientError::Config(e.to_string()))
 }
 
 fn system_roots() -> Result<RootCertStore, ClientError> {

@@ -23,6 +23,14 @@ fn pinned(server: &TestServer) -> ClientConfig {
     }
 }
 
+fn trusting(server: &TestServer, trust: Trust) -> Client {
+    Client::new(ClientConfig {
+        trust,
+        ..pinned(server)
+    })
+    .unwrap()
+}
+
 async fn fetch(
     client: &Client,
     server: &TestServer,
@@ -185,11 +193,7 @@ async fn a_wrong_alpn_is_named() {
 #[tokio::test]
 async fn a_certificate_that_does_not_match_the_pin_is_refused() {
     let server = TestServer::start(echo);
-    let client = Client::new(ClientConfig {
-        trust: Trust::Pin([7; 32]),
-        ..pinned(&server)
-    })
-    .unwrap();
+    let client = trusting(&server, Trust::Pin([7; 32]));
     let err = fetch(&client, &server, "/a.md").await.unwrap_err();
     match &err {
         ClientError::PinMismatch { expected, got, .. } => {
@@ -203,11 +207,7 @@ async fn a_certificate_that_does_not_match_the_pin_is_refused() {
 #[tokio::test]
 async fn a_self_signed_certificate_is_untrusted_by_the_system_roots() {
     let server = TestServer::start(echo);
-    let client = Client::new(ClientConfig {
-        trust: Trust::SystemRoots,
-        ..pinned(&server)
-    })
-    .unwrap();
+    let client = trusting(&server, Trust::SystemRoots);
     let err = fetch(&client, &server, "/a.md").await.unwrap_err();
     match &err {
         ClientError::CertificateUntrusted { fingerprint, .. } => {
@@ -225,11 +225,7 @@ async fn a_self_signed_certificate_is_untrusted_by_the_system_roots() {
 #[tokio::test]
 async fn insecure_mode_accepts_a_self_signed_certificate() {
     let server = TestServer::start(echo);
-    let client = Client::new(ClientConfig {
-        trust: Trust::Insecure,
-        ..pinned(&server)
-    })
-    .unwrap();
+    let client = trusting(&server, Trust::Insecure);
     assert_eq!(
         fetch(&client, &server, "/a.md").await.unwrap().status,
         Status::Ok
@@ -242,11 +238,7 @@ async fn a_ca_file_holding_the_certificate_trusts_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ca.pem");
     std::fs::write(&path, &server.cert_pem).unwrap();
-    let client = Client::new(ClientConfig {
-        trust: Trust::CaFile(path),
-        ..pinned(&server)
-    })
-    .unwrap();
+    let client = trusting(&server, Trust::CaFile(path));
     assert_eq!(
         fetch(&client, &server, "/a.md").await.unwrap().status,
         Status::Ok

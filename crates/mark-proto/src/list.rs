@@ -13,7 +13,7 @@
 use percent_encoding::{percent_decode_str, utf8_percent_encode};
 
 use crate::error::WireError;
-use crate::markdown::{LINK_NAME, bad_body, body_text, escape, excerpt, numbered_lines};
+use crate::markdown::{LINK_NAME, bad_body, escape, excerpt, parse_item_lines};
 
 const WHAT: &str = "LIST";
 
@@ -62,22 +62,7 @@ pub fn write(entries: &[ListEntry]) -> String {
 /// other line must be an entry. The name comes from the link (decoded); a
 /// link with a directory part (`dir/name`) gives its last segment.
 pub fn parse(body: &[u8]) -> Result<Vec<ListEntry>, WireError> {
-    let text = body_text(WHAT, body)?;
-    let mut entries = Vec::new();
-    for (n, line) in numbered_lines(text) {
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let entry = parse_entry(trimmed).ok_or_else(|| {
-            bad_body(
-                WHAT,
-                format!("line {n} is not `- [name](link)`: `{}`", excerpt(line)),
-            )
-        })?;
-        entries.push(entry?);
-    }
-    Ok(entries)
+    parse_item_lines(WHAT, body, "- [name](link)", parse_entry)
 }
 
 /// `None` when the line is not shaped like an entry; `Some(Err)` when its

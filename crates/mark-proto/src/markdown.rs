@@ -23,6 +23,34 @@ pub(crate) fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> 
     text.lines().enumerate().map(|(i, l)| (i + 1, l))
 }
 
+/// Parses a body of one item per line: blank lines and `#` headings are
+/// skipped, `parse_line` reads each other (trimmed) line; a line it does
+/// not recognise (`None`) is an error naming the line and the `shape` it
+/// should have.
+pub(crate) fn parse_item_lines<T>(
+    what: &'static str,
+    body: &[u8],
+    shape: &str,
+    parse_line: impl Fn(&str) -> Option<Result<T, WireError>>,
+) -> Result<Vec<T>, WireError> {
+    let text = body_text(what, body)?;
+    let mut items = Vec::new();
+    for (n, line) in numbered_lines(text) {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let item = parse_line(trimmed).ok_or_else(|| {
+            bad_body(
+                what,
+                format!("line {n} is not `{shape}`: `{}`", excerpt(line)),
+            )
+        })?;
+        items.push(item?);
+    }
+    Ok(items)
+}
+
 pub(crate) fn bad_body(what: &'static str, why: String) -> WireError {
     WireError::BadBody { what, why }
 }

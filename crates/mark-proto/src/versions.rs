@@ -10,7 +10,7 @@
 //! ```
 
 use crate::error::WireError;
-use crate::markdown::{bad_body, body_text, excerpt, is_rfc3339, numbered_lines};
+use crate::markdown::{bad_body, excerpt, is_rfc3339, parse_item_lines};
 use crate::message::check_path;
 
 const WHAT: &str = "VERSIONS";
@@ -73,25 +73,9 @@ pub fn write(entries: &[VersionEntry]) -> Result<String, WireError> {
 
 /// Parses a VERSIONS body; blank lines and `#` headings are skipped.
 pub fn parse(body: &[u8]) -> Result<Vec<VersionEntry>, WireError> {
-    let text = body_text(WHAT, body)?;
-    let mut entries = Vec::new();
-    for (n, line) in numbered_lines(text) {
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let entry = parse_line(trimmed).ok_or_else(|| {
-            bad_body(
-                WHAT,
-                format!(
-                    "line {n} is not `- [vN](/path/vN) - <RFC 3339 time>`: `{}`",
-                    excerpt(line)
-                ),
-            )
-        })?;
-        entries.push(entry);
-    }
-    Ok(entries)
+    parse_item_lines(WHAT, body, "- [vN](/path/vN) - <RFC 3339 time>", |line| {
+        parse_line(line).map(Ok)
+    })
 }
 
 fn parse_line(line: &str) -> Option<VersionEntry> {
