@@ -354,22 +354,53 @@ impl LookupResult {
     }
 }
 
-/// BM25 statistics of one kind of unit (documents or sections).
+/// BM25 inputs shared by every row of one LOOKUP: one idf per term, from
+/// section-level frequencies (sections are the finer unit, and one idf for
+/// both kinds of row keeps document and section scores on one scale), and
+/// the average lengths of documents and of sections.
 struct Stats {
-    units: f64,
-    avg_len: f64,
-    df: Vec<f64>,
+    idf: Vec<f64>,
+    avg_doc_len: f64,
+    avg_section_len: f64,
 }
 
 impl Stats {
-    fn score(&self, terms: &[String], len: u32, tf: impl Fn(&str) -> f64) -> f64 {
-        let norm = K1 * (1.0 - B + B * f64::from(len) / self.avg_len.max(1.0));
+    fn new(terms: &[String], candidates: &[(&SafePath, &IndexedDoc)]) -> Stats {
+        let (mut docs, mut doc_len, mut sections, mut section_len) =
+            (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+        let mut df = vec![0.0f64; terms.len()];
+        for (_, d) in candidates {
+            docs += 1.0;
+            doc_len += f64::from(d.len);
+            for s in &d.sections {
+                sections += 1.0;
+                section_len += f64::from(s.len);
+                for (i, t) in terms.iter().enumerate() {
+                    if has(&d.meta, t) || has(&s.trail, t) || has(&s.text, t) {
+                        df[i] += 1.0;
+                    }
+                }
+            }
+        }
+        let average = |total: f64, n: f64| if n > 0.0 { total / n } else { 1.0 };
+        Stats {
+            idf: df
+                .iter()
+                .map(|df| (1.0 + (sections - df + 0.5) / (df + 0.5)).ln())
+                .collect(),
+            avg_doc_len: average(doc_len, docs),
+            avg_section_len: average(section_len, sections),
+        }
+    }
+
+    /// BM25 of one row of length `len` against units averaging `avg_len`.
+    fn score(&self, terms: &[String], len: u32, avg_len: f64, tf: impl Fn(&str) -> f64) -> f64 {
+        let norm = K1 * (1.0 - B + B * f64::from(len) / avg_len.max(1.0));
         terms
             .iter()
-            .zip(&self.df)
-            .map(|(t, df)| {
+            .zip(&self.idf)
+            .map(|(t, idf)| {
                 let f = tf(t);
-                let idf = (1.0 + (self.units - df + 0.5) / (df + 0.5)).ln();
                 idf * f * (K1 + 1.0) / (f + norm)
             })
             .sum()
@@ -508,30 +539,7 @@ impl Catalog {
             Terms::All => &[],
             Terms::Words(w) => w,
         };
-        let doc_stats = stats(
-            words,
-            candidates.iter().map(|(_, d)| {
-                (
-                    d.len,
-                    Box::new(move |t: &str| {
-                        has(&d.meta, t) || has(&d.headings, t) || has(&d.text, t)
-                    }) as Box<dyn Fn(&str) -> bool>,
-                )
-            }),
-        );
-        let section_stats = stats(
-            words,
-            candidates.iter().flat_map(|(_, d)| {
-                d.sections.iter().map(move |s| {
-                    (
-                        s.len,
-                        Box::new(move |t: &str| {
-                            has(&d.meta, t) || has(&s.trail, t) || has(&s.text, t)
-                        }) as Box<dyn Fn(&str) -> bool>,
-                    )
-                })
-            }),
-        );
+        let stats = Stats::new(words, &candidates);
         for (path, doc) in &candidates {
             let all = matches!(query.terms, Terms::All);
             let doc_row = query.mode == MatchMode::Catalog
@@ -540,7 +548,7 @@ impl Catalog {
                 let score = if all {
                     1.0
                 } else {
-                    doc_stats.score(words, doc.len, |t| doc_tf(doc, t))
+                    stats.score(words, doc.len, stats.avg_doc_len, |t| doc_tf(doc, t))
                 };
                 scored.push((
                     score * factor(doc),
@@ -560,7 +568,9 @@ impl Catalog {
                 let score = if all {
                     1.0
                 } else {
-                    section_stats.score(words, s.len, |t| section_tf(doc, s, t))
+                    stats.score(words, s.len, stats.avg_section_len, |t| {
+                        section_tf(doc, s, t)
+                    })
                 };
                 let title = match &s.heading {
                     Some(h) => format!("{} › {h}", doc.title),
@@ -590,34 +600,145 @@ impl Catalog {
     }
 }
 
-/// Units, average length and per-term document frequency.
-fn stats<'a>(
-    terms: &[String],
-    units: impl Iterator<Item = (u32, Box<dyn Fn(&str) -> bool + 'a>)>,
-) -> Stats {
-    let mut count = 0.0;
-    let mut total_len = 0.0;
-    let mut df = vec![0.0; terms.len()];
-    for (len, contains) in units {
-        count += 1.0;
-        total_len += f64::from(len);
-        for (i, t) in terms.iter().enumerate() {
-            if contains(t) {
-                df[i] += 1.0;
-            }
-        }
-    }
-    Stats {
-        units: count,
-        avg_len: if count > 0.0 { total_len / count } else { 1.0 },
-        df,
-    }
-}
-
 fn passes(doc: &IndexedDoc, filters: &[Filter]) -> bool {
     filters.iter().all(|f| match f {
         Filter::Tag(tag) => doc.tags.iter().any(|t| t.to_lowercase() == *tag),
         Filter::ModifiedAfter(t) => doc.modified > *t,
         Filter::ModifiedBefore(t) => doc.modified < *t,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(pairs: &[(&str, &str)]) -> Metadata {
+        pairs.iter().copied().collect()
+    }
+
+    #[test]
+    fn words_are_unicode_runs_with_offsets() {
+        let w: Vec<(usize, &str)> = word_spans("Ünïcode, snake_case & C++ 1.3").collect();
+        assert_eq!(
+            w,
+            [
+                (0, "Ünïcode"),
+                (11, "snake_case"),
+                (24, "C"),
+                (28, "1"),
+                (30, "3")
+            ]
+        );
+    }
+
+    #[test]
+    fn query_terms_are_lowercased_deduplicated_and_at_least_two_chars() {
+        let q = LookupQuery::from_metadata(&meta(&[("query", "Rust  rust a QUIC-notes")])).unwrap();
+        assert_eq!(
+            q.terms,
+            Terms::Words(vec!["rust".into(), "quic".into(), "notes".into()])
+        );
+        assert_eq!(
+            (q.limit, q.mode, q.filters.len()),
+            (DEFAULT_LIMIT, MatchMode::Catalog, 0)
+        );
+        assert_eq!(
+            LookupQuery::from_metadata(&meta(&[("query", " * ")]))
+                .unwrap()
+                .terms,
+            Terms::All
+        );
+        assert!(LookupQuery::from_metadata(&meta(&[("query", "a b c")])).is_err());
+        assert!(LookupQuery::from_metadata(&meta(&[])).is_err());
+    }
+
+    #[test]
+    fn filters_limit_and_match_parse() {
+        let q = LookupQuery::from_metadata(&meta(&[
+            ("query", "*"),
+            (
+                "filter",
+                "tag=Rust, modified-after=2026-01-01, modified-before=2026-02-17T10:00:00Z",
+            ),
+            ("limit", "5000"),
+            ("match", "body"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            q.filters,
+            [
+                Filter::Tag("rust".into()),
+                Filter::ModifiedAfter(1_767_225_600),
+                Filter::ModifiedBefore(1_771_322_400)
+            ]
+        );
+        assert_eq!((q.limit, q.mode), (MAX_LIMIT, MatchMode::Body));
+        for bad in [
+            ("filter", "tag="),
+            ("filter", "size=3"),
+            ("limit", "-1"),
+            ("match", "all"),
+        ] {
+            assert!(
+                LookupQuery::from_metadata(&meta(&[("query", "*"), bad])).is_err(),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn snippets_start_near_the_hit_and_fit_the_bound() {
+        let text = format!("{} needle {}", "lead ".repeat(50), "tail ".repeat(100));
+        let s = snippet(&text, &Terms::Words(vec!["needle".into()]));
+        assert!(s.starts_with("… ") && s.ends_with(" …"), "{s}");
+        assert!(s.contains("needle") && s.len() <= MAX_SNIPPET);
+        let specials = "|".repeat(500);
+        let s = snippet(&specials, &Terms::All);
+        assert!(
+            s.len() + s.matches('|').count() <= MAX_SNIPPET,
+            "escaped length counts"
+        );
+        assert_eq!(snippet("short\n\ntext", &Terms::All), "short text");
+        let multibyte = "é".repeat(300);
+        assert!(snippet(&multibyte, &Terms::All).len() <= MAX_SNIPPET);
+    }
+
+    #[test]
+    fn analysis_splits_sections_with_trails_and_reads_frontmatter() {
+        let text = "---\ntitle: T\ntags: [a, b]\nimportance: 0.25\n---\nIntro words.\n\n# Top\n\nTop text.\n\n## Sub\n\nSub text.\n";
+        let path = SafePath::parse("/d.md").unwrap();
+        let stamp = Stamp {
+            version: 1,
+            archived: false,
+            len: 0,
+            mtime_ns: 0,
+        };
+        let d = analyze(&path, stamp, text.as_bytes(), 0, String::new());
+        assert_eq!(
+            (d.title.as_str(), d.tags.clone(), d.importance),
+            ("T", vec!["a".to_string(), "b".to_string()], 0.25)
+        );
+        let anchors: Vec<Option<&str>> = d.sections.iter().map(|s| s.anchor.as_deref()).collect();
+        assert_eq!(anchors, [None, Some("top"), Some("sub")]);
+        let sub = &d.sections[2];
+        assert!(has(&sub.trail, "top") && has(&sub.trail, "sub"));
+        assert!(
+            has(&sub.text, "text") && !has(&sub.text, "top"),
+            "own text only"
+        );
+        assert_eq!(d.body.get(sub.range.clone()).unwrap().trim(), "Sub text.");
+        assert!(section_matches(&d, sub, &["top".into(), "text".into()]));
+        assert!(
+            !section_matches(&d, sub, &["a".into()]),
+            "a title or tag alone does not make a section row"
+        );
+        let untitled = analyze(
+            &SafePath::parse("/x/n.md").unwrap(),
+            stamp,
+            b"no headings",
+            0,
+            String::new(),
+        );
+        assert_eq!(untitled.title, "n.md");
+    }
 }

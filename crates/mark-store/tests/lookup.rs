@@ -1,0 +1,353 @@
+//! LOOKUP through the engine: catalog and body matching, filters, limit,
+//! scope, ranking order, and the index following changes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use mark_proto::lookup::{LookupTable, MatchMode};
+use mark_proto::{Request, Response, Status, Verb};
+use support::{Store, at, ok};
+
+const RUST: &str = "---\ntitle: Rust Guide\ntags: [rust, language]\nimportance: 0.9\n---\n# Rust Guide\n\nIntro text about ownership.\n\n## Install\n\nUse rustup to install the toolchain.\n\n## Async\n\nTokio runs futures. QUIC needs async.\n";
+const QUIC: &str = "---\ntitle: QUIC notes\ntags: [network]\n---\n# QUIC notes\n\nQUIC is a transport over UDP.\n\n## Handshake\n\nTLS 1.3 inside QUIC; rust crates such as quinn.\n";
+const MISC: &str = "# Misc\n\nNothing about the transport.\n\n## Rust corner\n\nOwnership again.\n";
+
+fn store() -> Store {
+    let s = Store::new();
+    ok(&s.publish_at("/guide/rust.md", RUST, None, at(0)));
+    ok(&s.publish_at("/notes/quic.md", QUIC, None, at(3600)));
+    ok(&s.publish_at("/notes/misc.md", MISC, None, at(7200)));
+    s
+}
+
+fn lookup(s: &Store, scope: &str, meta: &[(&str, &str)]) -> Response {
+    let mut req = Request::new(Verb::Lookup, scope);
+    for (k, v) in meta {
+        req = req.with_meta(*k, *v);
+    }
+    s.handle(req)
+}
+
+fn table(resp: &Response) -> LookupTable {
+    assert_eq!(resp.status, Status::Ok, "{}", resp.error_message());
+    let t = mark_proto::lookup::parse(&resp.body).unwrap();
+    assert_eq!(
+        resp.meta("matches"),
+        Some(t.rows.len().to_string().as_str())
+    );
+    t
+}
+
+fn targets(resp: &Response) -> Vec<String> {
+    table(resp).rows.iter().map(|r| r.target()).collect()
+}
+
+#[test]
+fn catalog_title_and_tag_matches_are_bare_rows_else_sections() {
+    let s = store();
+    let r = lookup(&s, "/", &[("query", "rust")]);
+    assert_eq!(r.meta("match"), None, "catalog mode is not echoed");
+    let t = table(&r);
+    assert_eq!(t.mode, MatchMode::Catalog);
+    let paths: Vec<String> = t.rows.iter().map(|r| r.target()).collect();
+    assert_eq!(
+        paths[0], "/guide/rust.md",
+        "title and tag hit, importance 0.9, ranks first"
+    );
+    assert!(
+        paths.contains(&"/notes/quic.md#handshake".to_string()),
+        "{paths:?}"
+    );
+    assert!(
+        paths.contains(&"/notes/misc.md#rust-corner".to_string()),
+        "{paths:?}"
+    );
+    assert_eq!(paths.len(), 3);
+    let first = &t.rows[0];
+    assert_eq!(first.title, "Rust Guide");
+    assert_eq!(first.tags, ["rust", "language"]);
+    assert!((first.importance - 0.9).abs() < 1e-9);
+    let corner = t
+        .rows
+        .iter()
+        .find(|r| r.target() == "/notes/misc.md#rust-corner")
+        .unwrap();
+    assert_eq!(corner.title, "Misc › Rust corner");
+    assert!((corner.importance - 0.5).abs() < 1e-9, "default importance");
+    assert!(
+        r.text()
+            .unwrap()
+            .starts_with("| Path | Importance | Title | Tags |\n")
+    );
+}
+
+#[test]
+fn terms_may_combine_title_and_section_but_one_must_be_in_the_section() {
+    let s = store();
+    // "rust" is in the guide's title, "ownership" only in its first section.
+    let paths = targets(&lookup(&s, "/", &[("query", "Rust OWNERSHIP")]));
+    assert_eq!(
+        paths,
+        ["/guide/rust.md#rust-guide", "/notes/misc.md#rust-corner"]
+    );
+    // "network" is only a tag, "language" only a tag of another document: nothing holds both.
+    assert!(targets(&lookup(&s, "/", &[("query", "network language")])).is_empty());
+    // Whole words only: "rus" is not "rust", one-letter terms are dropped.
+    assert!(targets(&lookup(&s, "/", &[("query", "rus")])).is_empty());
+    assert_eq!(
+        targets(&lookup(&s, "/", &[("query", "x udp")])),
+        ["/notes/quic.md#quic-notes"]
+    );
+}
+
+#[test]
+fn body_mode_rows_are_sections_with_snippets() {
+    let s = store();
+    let r = lookup(&s, "/", &[("query", "quic"), ("match", "body")]);
+    assert_eq!(r.meta("match"), Some("body"));
+    let t = table(&r);
+    assert_eq!(t.mode, MatchMode::Body);
+    let paths: Vec<String> = t.rows.iter().map(|r| r.target()).collect();
+    assert_eq!(paths.len(), 3, "{paths:?}");
+    for p in [
+        "/notes/quic.md#quic-notes",
+        "/notes/quic.md#handshake",
+        "/guide/rust.md#async",
+    ] {
+        assert!(paths.contains(&p.to_string()), "{p} in {paths:?}");
+    }
+    let handshake = t
+        .rows
+        .iter()
+        .find(|r| r.anchor.as_deref() == Some("handshake"))
+        .unwrap();
+    assert_eq!(handshake.title, "QUIC notes › Handshake");
+    assert_eq!(
+        handshake.snippet.as_deref(),
+        Some("TLS 1.3 inside QUIC; rust crates such as quinn.")
+    );
+    assert!(
+        r.text()
+            .unwrap()
+            .starts_with("| Path | Importance | Title | Tags | Snippet |\n")
+    );
+}
+
+#[test]
+fn snippets_are_one_bounded_line() {
+    let s = Store::new();
+    let long = format!(
+        "# Long\n\n{} needle {}\n",
+        "word ".repeat(200),
+        "tail | with * specials ".repeat(40)
+    );
+    ok(&s.publish("/long.md", &long));
+    let r = lookup(&s, "/", &[("query", "needle"), ("match", "body")]);
+    let body = r.text().unwrap();
+    let row = body.lines().nth(2).unwrap();
+    let snippet_cell = row.rsplit(" | ").next().unwrap().trim_end_matches(" |");
+    assert!(snippet_cell.len() <= 240, "{} bytes", snippet_cell.len());
+    assert!(snippet_cell.contains("needle"));
+    let parsed = table(&r);
+    assert!(!parsed.rows[0].snippet.as_deref().unwrap().contains('\n'));
+}
+
+#[test]
+fn filters_limit_and_scope() {
+    let s = store();
+    assert_eq!(
+        targets(&lookup(&s, "/", &[("query", "*"), ("filter", "tag=RUST")])),
+        ["/guide/rust.md"]
+    );
+    assert_eq!(
+        targets(&lookup(
+            &s,
+            "/",
+            &[
+                ("query", "*"),
+                ("filter", "modified-after=2026-02-17T10:30:00Z")
+            ]
+        )),
+        ["/notes/misc.md", "/notes/quic.md"]
+    );
+    assert_eq!(
+        targets(&lookup(
+            &s,
+            "/",
+            &[
+                ("query", "*"),
+                (
+                    "filter",
+                    "modified-after=2026-02-17T10:30:00Z, modified-before=2026-02-17T11:30:00Z"
+                )
+            ]
+        )),
+        ["/notes/quic.md"]
+    );
+    assert_eq!(
+        targets(&lookup(
+            &s,
+            "/",
+            &[("query", "*"), ("filter", "modified-before=2026-02-17")]
+        ))
+        .len(),
+        0
+    );
+    assert_eq!(
+        targets(&lookup(&s, "/", &[("query", "*"), ("limit", "1")])),
+        ["/guide/rust.md"]
+    );
+    let mut scoped = targets(&lookup(&s, "/notes/", &[("query", "rust")]));
+    scoped.sort();
+    assert_eq!(
+        scoped,
+        ["/notes/misc.md#rust-corner", "/notes/quic.md#handshake"],
+        "the guide is out of scope"
+    );
+    assert_eq!(
+        targets(&lookup(&s, "/notes", &[("query", "*")])),
+        ["/notes/misc.md", "/notes/quic.md"],
+        "scope without a slash"
+    );
+    assert_eq!(
+        targets(&lookup(&s, "/notes/quic.md", &[("query", "*")])),
+        ["/notes/quic.md"],
+        "a document as scope"
+    );
+    assert_eq!(
+        targets(&lookup(&s, "/nowhere/", &[("query", "*")])).len(),
+        0
+    );
+}
+
+#[test]
+fn star_ranks_by_importance_then_path() {
+    let s = store();
+    assert_eq!(
+        targets(&lookup(&s, "/", &[("query", "*")])),
+        ["/guide/rust.md", "/notes/misc.md", "/notes/quic.md"]
+    );
+    let body = targets(&lookup(&s, "/notes/", &[("query", "*"), ("match", "body")]));
+    assert_eq!(
+        body,
+        [
+            "/notes/misc.md#misc",
+            "/notes/misc.md#rust-corner",
+            "/notes/quic.md#handshake",
+            "/notes/quic.md#quic-notes"
+        ]
+    );
+}
+
+#[test]
+fn ranking_is_deterministic_and_weighs_headings_up() {
+    let s = Store::new();
+    ok(&s.publish("/a.md", "# Other\n\nzebra zebra zebra in the text\n"));
+    ok(&s.publish("/b.md", "# Zebra\n\nsomething else entirely here\n"));
+    ok(&s.publish(
+        "/c.md",
+        "# Plain\n\none zebra mention among many other words in a longer body of text\n",
+    ));
+    let first = targets(&lookup(&s, "/", &[("query", "zebra"), ("match", "body")]));
+    for _ in 0..3 {
+        assert_eq!(
+            targets(&lookup(&s, "/", &[("query", "zebra"), ("match", "body")])),
+            first
+        );
+    }
+    assert_eq!(
+        first.last().unwrap(),
+        "/c.md#plain",
+        "a single mention in a long section ranks last: {first:?}"
+    );
+}
+
+#[test]
+fn importance_scales_the_score() {
+    let s = Store::new();
+    let doc = |imp: &str| {
+        format!("---\nimportance: {imp}\n---\n# Same\n\nidentical words about otters\n")
+    };
+    ok(&s.publish("/low.md", &doc("0")));
+    ok(&s.publish("/high.md", &doc("1")));
+    ok(&s.publish("/mid.md", &doc("7")));
+    let t = table(&lookup(&s, "/", &[("query", "otters")]));
+    let order: Vec<(String, String)> = t
+        .rows
+        .iter()
+        .map(|r| (r.target(), format!("{:.2}", r.importance)))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("/high.md#same".into(), "1.00".into()),
+            ("/mid.md#same".into(), "0.50".into()),
+            ("/low.md#same".into(), "0.00".into())
+        ],
+        "importance outside 0..1 falls back to 0.5"
+    );
+}
+
+#[test]
+fn the_index_follows_new_versions_and_archiving() {
+    let s = store();
+    assert!(targets(&lookup(&s, "/", &[("query", "pelican")])).is_empty());
+    ok(&s.publish("/notes/misc.md", "# Misc\n\nA pelican arrived.\n"));
+    assert_eq!(
+        targets(&lookup(&s, "/", &[("query", "pelican")])),
+        ["/notes/misc.md#misc"]
+    );
+    ok(&s.archive("/notes/misc.md"));
+    assert!(targets(&lookup(&s, "/", &[("query", "pelican")])).is_empty());
+    assert_eq!(targets(&lookup(&s, "/", &[("query", "*")])).len(), 2);
+}
+
+#[test]
+fn bad_requests() {
+    let s = store();
+    for meta in [
+        vec![],
+        vec![("query", "  ")],
+        vec![("query", "a b")],
+        vec![("query", "x"), ("filter", "color=red")],
+        vec![("query", "x"), ("filter", "modified-after=someday")],
+        vec![("query", "x"), ("filter", "tag")],
+        vec![("query", "xx"), ("limit", "0")],
+        vec![("query", "xx"), ("limit", "ten")],
+        vec![("query", "xx"), ("match", "fuzzy")],
+    ] {
+        let r = lookup(&s, "/", &meta);
+        assert_eq!(r.status, Status::BadRequest, "{meta:?}");
+        assert!(r.text().unwrap().starts_with("# Bad request\n\n"));
+    }
+    // The limit is capped, not refused.
+    assert_eq!(
+        lookup(&s, "/", &[("query", "*"), ("limit", "5000")]).status,
+        Status::Ok
+    );
+}
+
+#[test]
+fn flat_folders_are_searched_the_same_way() {
+    let (dir, engine) = support::flat(&[
+        ("guide/rust.md", RUST),
+        ("notes/quic.md", QUIC),
+        ("notes/readme.txt", "rust rust"),
+    ]);
+    let r = engine.handle(
+        &Request::new(Verb::Lookup, "/").with_meta("query", "rust"),
+        at(0),
+    );
+    assert_eq!(targets(&r), ["/guide/rust.md", "/notes/quic.md#handshake"]);
+    // A changed file is re-read (its size and mtime changed).
+    std::fs::write(
+        dir.path().join("notes/quic.md"),
+        "# QUIC\n\nno mention now, but a longer body\n",
+    )
+    .unwrap();
+    let r = engine.handle(
+        &Request::new(Verb::Lookup, "/").with_meta("query", "rust"),
+        at(0),
+    );
+    assert_eq!(targets(&r), ["/guide/rust.md"]);
+}
