@@ -4,12 +4,13 @@
 //!
 //! ```
 //! use std::time::Instant;
-//! use link_graph::{CrawlLimits, CrawlPlan, CrawlStep, LinkGraph, ListEntry};
+//! use link_graph::{CrawlLimits, CrawlPlan, CrawlStep, LinkGraph};
+//! use mark_proto::list::ListEntry;
 //!
 //! // A two-level source, answered from memory here; mark-mcp sends LIST and FETCH instead.
 //! let list = |dir: &str| match dir {
-//!     "/" => vec![ListEntry::Document("a.md".into()), ListEntry::Directory("sub".into())],
-//!     _ => vec![ListEntry::Document("b.md".into())],
+//!     "/" => vec![ListEntry::file("a.md"), ListEntry::dir("sub"), ListEntry::file("logo.png")],
+//!     _ => vec![ListEntry::file("b.md")],
 //! };
 //! let mut graph = LinkGraph::new();
 //! let mut plan = CrawlPlan::new("/", CrawlLimits::default(), Instant::now())?;
@@ -18,13 +19,9 @@
 //!     let Some(step) = plan.next_step(Instant::now()) else { break };
 //!     match step {
 //!         CrawlStep::List { dir, .. } => {
-//!             let entries = list(&dir);
-//!             for entry in &entries {
-//!                 if let ListEntry::Document(name) = entry {
-//!                     graph.note_discovered(&format!("{dir}{name}"))?;
-//!                 }
+//!             for path in plan.on_listed(&dir, list(&dir), None)? {
+//!                 graph.note_discovered(&path)?;
 //!             }
-//!             plan.on_listed(&dir, entries, None)?;
 //!         }
 //!         CrawlStep::Fetch { path } => {
 //!             // FETCH with `if-none-match: graph.etag(&path)`; on `ok`, index the body.
@@ -44,7 +41,10 @@ use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use mark_proto::list::ListEntry;
+
 use crate::error::PlanError;
+use crate::paths::check_canonical;
 
 /// Bounds of one crawl.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,16 +89,6 @@ pub enum CrawlStep {
     },
 }
 
-/// One entry of a LIST answer: a name inside the listed directory, percent-decoded,
-/// without a trailing `/`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListEntry {
-    /// A sub-directory: it will be listed.
-    Directory(String),
-    /// A file: fetched if its name ends in `.md` (any case), ignored otherwise.
-    Document(String),
-}
-
 /// Why a crawl stopped before its frontier was empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
@@ -131,7 +121,7 @@ pub struct CrawlOutcome {
     pub bytes: u64,
     /// Steps the driver reported as failed.
     pub failures: usize,
-    /// Names in listings that could not be a path (holding `/`, or `.`/`..`).
+    /// Names in listings that could not make a canonical path.
     pub rejected_names: usize,
     /// Set once a bound was hit.
     pub stopped: Option<StopReason>,
@@ -230,41 +220,43 @@ impl CrawlPlan {
         }
     }
 
-    /// Reports a LIST answer: its entries (names inside `dir`) and, if the listing is paged
-    /// and not complete, the `next-cursor` to ask for the next page.
+    /// Reports a LIST answer: its entries (names inside `dir`, as `mark_proto::list::parse`
+    /// gives them) and, if the listing is paged and not complete, the `next-cursor` to ask
+    /// for the next page. Returns the paths of the documents first found here: pass each
+    /// to [`LinkGraph::note_discovered`](crate::LinkGraph::note_discovered).
+    ///
+    /// Files are documents when their name ends in `.md` (any case); other files are
+    /// ignored. A name that would not make a canonical path (holding `/`, `.` or `..`, a
+    /// control character) is refused and counted in [`CrawlOutcome::rejected_names`].
     pub fn on_listed(
         &mut self,
         dir: &str,
         entries: impl IntoIterator<Item = ListEntry>,
         next_cursor: Option<String>,
-    ) -> Result<(), PlanError> {
+    ) -> Result<Vec<String>, PlanError> {
         self.close(dir)?;
         if let Some(cursor) = next_cursor {
             self.dirs.push_front((dir.to_owned(), Some(cursor)));
         }
-        for entry in entries {
-            let (ListEntry::Directory(name) | ListEntry::Document(name)) = &entry;
-            if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-                self.outcome.rejected_names += 1;
+        let mut found = Vec::new();
+        for ListEntry { name, is_dir } in entries {
+            if !is_dir && !name.to_ascii_lowercase().ends_with(".md") {
                 continue;
             }
-            match entry {
-                ListEntry::Directory(name) => {
-                    let sub = format!("{dir}{name}/");
-                    if self.seen_dirs.insert(sub.clone()) {
-                        self.dirs.push_back((sub, None));
-                    }
+            let path = format!("{dir}{name}");
+            if name.contains('/') || check_canonical(&path).is_err() {
+                self.outcome.rejected_names += 1;
+            } else if is_dir {
+                let sub = format!("{path}/");
+                if self.seen_dirs.insert(sub.clone()) {
+                    self.dirs.push_back((sub, None));
                 }
-                ListEntry::Document(name) if name.to_ascii_lowercase().ends_with(".md") => {
-                    let path = format!("{dir}{name}");
-                    if self.seen_docs.insert(path.clone()) {
-                        self.docs.push_back(path);
-                    }
-                }
-                ListEntry::Document(_) => {}
+            } else if self.seen_docs.insert(path.clone()) {
+                self.docs.push_back(path.clone());
+                found.push(path);
             }
         }
-        Ok(())
+        Ok(found)
     }
 
     /// Reports a FETCH answer with `bytes` of body (0 for `not-modified`). A `not-found`
@@ -309,11 +301,11 @@ mod tests {
     use super::*;
 
     fn doc(name: &str) -> ListEntry {
-        ListEntry::Document(name.to_owned())
+        ListEntry::file(name)
     }
 
     fn dir(name: &str) -> ListEntry {
-        ListEntry::Directory(name.to_owned())
+        ListEntry::dir(name)
     }
 
     /// Hands out every step available now.
@@ -340,12 +332,14 @@ mod tests {
         let mut plan = CrawlPlan::new("/", CrawlLimits::default(), t0).unwrap();
         assert_eq!(drain(&mut plan, t0), [list("/", None)]);
         assert!(!plan.is_finished());
-        plan.on_listed(
-            "/",
-            [doc("a.md"), dir("sub"), doc("logo.png"), doc("B.MD")],
-            Some("c2".to_owned()),
-        )
-        .unwrap();
+        let found = plan
+            .on_listed(
+                "/",
+                [doc("a.md"), dir("sub"), doc("logo.png"), doc("B.MD")],
+                Some("c2".to_owned()),
+            )
+            .unwrap();
+        assert_eq!(found, ["/a.md", "/B.MD"]);
         // The next page first, then the sub-directory, then documents.
         assert_eq!(
             drain(&mut plan, t0),
@@ -356,10 +350,18 @@ mod tests {
                 fetch("/B.MD")
             ]
         );
-        plan.on_listed("/", [doc("c.md"), doc("a.md"), dir("sub")], None)
+        let found = plan
+            .on_listed("/", [doc("c.md"), doc("a.md"), dir("sub")], None)
             .unwrap();
-        plan.on_listed("/sub/", [doc("d.md"), dir("..")], None)
+        assert_eq!(
+            found,
+            ["/c.md"],
+            "a.md and sub/ were seen on the first page"
+        );
+        let found = plan
+            .on_listed("/sub/", [doc("d.md"), dir(".."), doc("bell\u{7}.md")], None)
             .unwrap();
+        assert_eq!(found, ["/sub/d.md"]);
         plan.on_fetched("/a.md", 10).unwrap();
         plan.on_fetched("/B.MD", 0).unwrap();
         assert_eq!(drain(&mut plan, t0), [fetch("/c.md"), fetch("/sub/d.md")]);
@@ -374,7 +376,7 @@ mod tests {
                 listings: 3,
                 bytes: 20,
                 failures: 0,
-                rejected_names: 1,
+                rejected_names: 2,
                 stopped: None,
                 complete: true,
             }

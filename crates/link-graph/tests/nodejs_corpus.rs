@@ -2,32 +2,18 @@
 //! backlinks of hub documents checked against an independent scan of the corpus.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::PathBuf;
 
 use link_graph::{LinkGraph, UpdateOutcome};
 use markdown_slice::Document;
 use pulldown_cmark::{Event, Options, Parser, Tag};
 
-/// `$MARK_CORPORA/nodejs-api`, else `../shared/corpora/nodejs-api` beside the workspace.
-fn corpus_dir() -> PathBuf {
-    let corpora = std::env::var_os("MARK_CORPORA").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora"),
-        PathBuf::from,
-    );
-    let dir = corpora.join("nodejs-api");
-    assert!(
-        dir.is_dir(),
-        "corpus missing: {} (set MARK_CORPORA to the folder holding nodejs-api/)",
-        dir.display()
-    );
-    dir
-}
-
 /// (file name, text) of every `.md` file, sorted by name.
 fn corpus() -> Vec<(String, String)> {
-    let mut files: Vec<(String, String)> = fs::read_dir(corpus_dir())
+    let mut files: Vec<(String, String)> = fs::read_dir(common::nodejs_api_dir())
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "md"))
