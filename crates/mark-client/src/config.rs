@@ -89,13 +89,15 @@ impl Default for ClientConfig {
 }
 
 /// Parses a certificate fingerprint as given to `--pin`: `sha256:` followed
-/// by 64 hex digits, with or without `:` between the bytes.
+/// by 64 hex digits, with or without `:` between the bytes (the prefix may
+/// be left out).
 pub fn parse_fingerprint(text: &str) -> Result<[u8; 32], ClientError> {
     let bad = || ClientError::BadFingerprint(text.chars().take(120).collect());
     let trimmed = text.trim();
     let hex_part = match trimmed.get(..7) {
         Some(prefix) if prefix.eq_ignore_ascii_case("sha256:") => &trimmed[7..],
-        _ => return Err(bad()),
+        // Bare hex, as `openssl x509 -fingerprint -sha256` prints it.
+        _ => trimmed,
     };
     let digits: String = hex_part.chars().filter(|&c| c != ':').collect();
     let bytes = hex::decode(&digits).map_err(|_| bad())?;
@@ -124,10 +126,12 @@ mod tests {
             [0xab; 32]
         );
         assert_eq!(format_fingerprint(&[0xab; 32]), format!("sha256:{hex}"));
+        assert_eq!(parse_fingerprint(&colons).unwrap(), [0xab; 32]);
+        assert_eq!(parse_fingerprint(&hex).unwrap(), [0xab; 32]);
         for bad in [
             "",
             "sha256:",
-            &hex,
+            "sha256:sha256:ab",
             &format!("sha1:{hex}"),
             &format!("sha256:{}", "ab".repeat(31)),
             &format!("sha256:{}zz", "ab".repeat(31)),

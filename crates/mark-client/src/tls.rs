@@ -8,6 +8,7 @@ use quinn::crypto::rustls::QuicClientConfig;
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use sha2::{Digest, Sha256};
@@ -120,10 +121,8 @@ fn ca_file_roots(path: &std::path::Path) -> Result<RootCertStore, ClientError> {
         path: path.to_path_buf(),
         reason,
     };
-    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
-    let mut reader = std::io::BufReader::new(file);
     let mut roots = RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut reader) {
+    for cert in CertificateDer::pem_file_iter(path).map_err(|e| bad(e.to_string()))? {
         let cert = cert.map_err(|e| bad(e.to_string()))?;
         roots.add(cert).map_err(|e| bad(e.to_string()))?;
     }
