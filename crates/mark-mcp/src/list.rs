@@ -1,9 +1,9 @@
 //! `mark_list`: one page of a directory, as paths an agent can fetch.
 
 use crate::envelope::{ToolText, bounded_lines};
-use crate::session::{Session, passthrough};
+use crate::session::Session;
 use mark_proto::list::ListEntry;
-use mark_proto::{Request, Status, Verb};
+use mark_proto::{Request, Verb};
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
@@ -42,10 +42,11 @@ fn root() -> String {
 
 /// Lists one page of a directory.
 pub async fn list(session: &Session, params: ListParams) -> ToolText {
-    let mut dir = match session.resolve(&params.url) {
-        Ok(t) => t.path,
-        Err(e) => return ToolText::error(e),
-    };
+    list_page(session, params).await.unwrap_or_else(|t| t)
+}
+
+async fn list_page(session: &Session, params: ListParams) -> Result<ToolText, ToolText> {
+    let mut dir = session.path_of(&params.url)?;
     if !dir.ends_with('/') {
         dir.push('/');
     }
@@ -59,21 +60,12 @@ pub async fn list(session: &Session, params: ListParams) -> ToolText {
     {
         req = req.with_meta("cursor", c);
     }
-    let resp = match session.send(req).await {
-        Ok(r) => r,
-        Err(t) => return t,
-    };
-    if resp.status != Status::Ok {
-        return passthrough(&resp);
-    }
-    let entries = match mark_proto::list::parse(&resp.body) {
-        Ok(e) => e,
-        Err(e) => {
-            return ToolText::error(format!(
-                "the server's listing of {dir} is malformed ({e}); try again or report it"
-            ));
-        }
-    };
+    let resp = session.send_ok(req).await?;
+    let entries = mark_proto::list::parse(&resp.body).map_err(|e| {
+        ToolText::error(format!(
+            "the server's listing of {dir} is malformed ({e}); try again or report it"
+        ))
+    })?;
     let lines: Vec<String> = entries
         .iter()
         .map(|e| format!("- {}", entry_path(&dir, e)))
@@ -90,8 +82,8 @@ pub async fn list(session: &Session, params: ListParams) -> ToolText {
             "\nMore entries: call mark_list with the same url and cursor \"{c}\"."
         ));
     }
-    ToolText::new("ok")
+    Ok(ToolText::new("ok")
         .with("entries", entries.len().to_string())
         .with("complete", if next.is_some() { "false" } else { "true" })
-        .with_text(text)
+        .with_text(text))
 }

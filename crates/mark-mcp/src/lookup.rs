@@ -1,8 +1,8 @@
 //! `mark_lookup`: the source's card catalog (LOOKUP), bounded.
 
 use crate::envelope::{ToolText, bounded_lines};
-use crate::session::{Session, passthrough};
-use mark_proto::{Request, Status, Verb};
+use crate::session::Session;
+use mark_proto::{Request, Verb};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
 
@@ -54,14 +54,17 @@ pub struct LookupParams {
 
 /// Runs a LOOKUP for the session.
 pub async fn lookup(session: &Session, params: LookupParams) -> ToolText {
+    search(session, params).await.unwrap_or_else(|t| t)
+}
+
+async fn search(session: &Session, params: LookupParams) -> Result<ToolText, ToolText> {
     let query = params.query.trim();
     if query.is_empty() {
-        return ToolText::error("the query is empty; give the words to find, or * for everything");
+        return Err(ToolText::error(
+            "the query is empty; give the words to find, or * for everything",
+        ));
     }
-    let scope = match session.resolve(params.scope.as_deref().unwrap_or("/")) {
-        Ok(t) => t.path,
-        Err(e) => return ToolText::error(e),
-    };
+    let scope = session.path_of(params.scope.as_deref().unwrap_or("/"))?;
     let limit = params.limit.unwrap_or(10).clamp(1, MAX_LIMIT);
     let mut req = Request::new(Verb::Lookup, scope)
         .with_meta("query", query)
@@ -77,13 +80,7 @@ pub async fn lookup(session: &Session, params: LookupParams) -> ToolText {
     if let Some(m) = params.match_mode {
         req = req.with_meta("match", m.as_str());
     }
-    let resp = match session.send(req).await {
-        Ok(r) => r,
-        Err(t) => return t,
-    };
-    if resp.status != Status::Ok {
-        return passthrough(&resp);
-    }
+    let resp = session.send_ok(req).await?;
     let body = String::from_utf8_lossy(&resp.body);
     let rows = body.trim_start_matches(['\n', '\r']).lines();
     let mut text = bounded_lines(
@@ -98,8 +95,8 @@ pub async fn lookup(session: &Session, params: LookupParams) -> ToolText {
             "\nFetch a hit's section with url \"/path#anchor\" rather than the whole document.",
         );
     }
-    ToolText::new("ok")
+    Ok(ToolText::new("ok")
         .with("matches", matches)
         .with_opt("match", resp.meta("match"))
-        .with_text(text)
+        .with_text(text))
 }

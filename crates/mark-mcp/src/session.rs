@@ -151,6 +151,22 @@ impl Session {
             .map_err(|e| ToolText::error(e.to_string()))
     }
 
+    /// Sends a request that must answer `ok`; any other status comes back as
+    /// the short result to pass through.
+    pub async fn send_ok(&self, req: Request) -> Result<Response, ToolText> {
+        let resp = self.send(req).await?;
+        if resp.status == Status::Ok {
+            Ok(resp)
+        } else {
+            Err(passthrough(&resp))
+        }
+    }
+
+    /// Resolves a `url` argument to the path to request (see [`Session::resolve`]).
+    pub fn path_of(&self, url: &str) -> Result<String, ToolText> {
+        self.resolve(url).map(|t| t.path).map_err(ToolText::error)
+    }
+
     /// Reads a document through the cache: a fresh entry costs nothing, a
     /// stale one a conditional FETCH (`not-modified` moves no body).
     pub async fn load(&self, path: &str, now: Instant) -> Loaded {

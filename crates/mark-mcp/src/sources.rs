@@ -69,22 +69,25 @@ fn owner_grant() -> Result<(TokenStore, String), String> {
     Ok((store, token))
 }
 
-/// A versioned store keeps its chains in `versions/` folders (at the root or
-/// in any subfolder); a plain notes folder has none.
+/// A versioned store keeps its chains in `versions/` folders beside the
+/// documents; a plain notes folder has none. Only the top levels are looked
+/// at (hidden folders skipped), so start-up stays fast on a big folder.
 fn is_versioned(root: &Path) -> bool {
+    const DEPTH: usize = 3;
     fn walk(dir: &Path, depth: usize) -> bool {
-        if depth > 8 {
-            return false;
-        }
         let Ok(entries) = std::fs::read_dir(dir) else {
             return false;
         };
         entries.flatten().any(|e| {
+            let name = e.file_name();
             let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
-            is_dir && (e.file_name() == "versions" || walk(&e.path(), depth + 1))
+            let hidden = name.to_string_lossy().starts_with('.');
+            is_dir
+                && !hidden
+                && (name == "versions" || (depth < DEPTH && walk(&e.path(), depth + 1)))
         })
     }
-    walk(root, 0)
+    walk(root, 1)
 }
 
 impl Source for LocalSource {

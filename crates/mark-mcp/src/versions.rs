@@ -1,8 +1,8 @@
 //! `mark_versions`: a document's history, bounded.
 
 use crate::envelope::{ToolText, bounded_lines};
-use crate::session::{Session, passthrough};
-use mark_proto::{Request, Status, Verb};
+use crate::session::Session;
+use mark_proto::{Request, Verb};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
 
@@ -18,28 +18,19 @@ pub struct VersionsParams {
 
 /// Lists the versions of a document, newest first.
 pub async fn versions(session: &Session, params: VersionsParams) -> ToolText {
-    let path = match session.resolve(&params.url) {
-        Ok(t) => t.path,
-        Err(e) => return ToolText::error(e),
-    };
-    let resp = match session
-        .send(Request::new(Verb::Versions, path.as_str()))
-        .await
-    {
-        Ok(r) => r,
-        Err(t) => return t,
-    };
-    if resp.status != Status::Ok {
-        return passthrough(&resp);
-    }
-    let entries = match mark_proto::versions::parse(&resp.body) {
-        Ok(e) => e,
-        Err(e) => {
-            return ToolText::error(format!(
-                "the server's history of {path} is malformed ({e}); try again or report it"
-            ));
-        }
-    };
+    history(session, params).await.unwrap_or_else(|t| t)
+}
+
+async fn history(session: &Session, params: VersionsParams) -> Result<ToolText, ToolText> {
+    let path = session.path_of(&params.url)?;
+    let resp = session
+        .send_ok(Request::new(Verb::Versions, path.as_str()))
+        .await?;
+    let entries = mark_proto::versions::parse(&resp.body).map_err(|e| {
+        ToolText::error(format!(
+            "the server's history of {path} is malformed ({e}); try again or report it"
+        ))
+    })?;
     let lines: Vec<String> = entries
         .iter()
         .map(|e| format!("- v{}  {}", e.version, e.modified))
@@ -51,10 +42,10 @@ pub async fn versions(session: &Session, params: VersionsParams) -> ToolText {
         "versions",
     );
     text.push_str(&format!("\nFetch an old version with url \"{path}/vN\"."));
-    ToolText::new("ok")
+    Ok(ToolText::new("ok")
         .with_opt("current", resp.meta("current"))
         .with_opt("total", resp.meta("total"))
         .with_opt("chain-valid", resp.meta("chain-valid"))
         .with_opt("chain-error", resp.meta("chain-error"))
-        .with_text(text)
+        .with_text(text))
 }

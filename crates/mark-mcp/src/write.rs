@@ -44,9 +44,9 @@ pub struct ArchiveParams {
 
 /// Publishes a new version of a document.
 pub async fn publish(session: &Session, params: PublishParams) -> ToolText {
-    let path = match session.resolve(&params.url) {
-        Ok(t) => t.path,
-        Err(e) => return ToolText::error(e),
+    let path = match session.path_of(&params.url) {
+        Ok(p) => p,
+        Err(t) => return t,
     };
     let req = Request::new(Verb::Publish, path.as_str())
         .with_meta("expected-version", params.expected_version.to_string())
@@ -56,27 +56,18 @@ pub async fn publish(session: &Session, params: PublishParams) -> ToolText {
 
 /// Appends to the current version of a document.
 pub async fn append(session: &Session, params: AppendParams, now: Instant) -> ToolText {
-    let path = match session.resolve(&params.url) {
-        Ok(t) => t.path,
-        Err(e) => return ToolText::error(e),
+    let path = match session.path_of(&params.url) {
+        Ok(p) => p,
+        Err(t) => return t,
     };
     if params.body.is_empty() {
         return ToolText::error("the body to append is empty; give the markdown to add");
     }
     let expected = match params.expected_version {
         Some(v) => v,
-        None => match session.load(&path, now).await {
-            Loaded::Doc(doc) => {
-                match doc.identity.version.as_deref().and_then(|v| v.parse().ok()) {
-                    Some(v) => v,
-                    None => {
-                        return ToolText::error(format!(
-                            "{path} has no version number to append to; this source may be read-only"
-                        ));
-                    }
-                }
-            }
-            Loaded::Answer(t) => return t,
+        None => match current_version(session, &path, now).await {
+            Ok(v) => v,
+            Err(t) => return t,
         },
     };
     let req = Request::new(Verb::Append, path.as_str())
@@ -85,19 +76,37 @@ pub async fn append(session: &Session, params: AppendParams, now: Instant) -> To
     write(session, &path, req, "append").await
 }
 
+/// The version a document is at now, read through the session cache.
+async fn current_version(session: &Session, path: &str, now: Instant) -> Result<u64, ToolText> {
+    match session.load(path, now).await {
+        Loaded::Doc(doc) => doc
+            .identity
+            .version
+            .as_deref()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| {
+                ToolText::error(format!(
+                    "{path} has no version number to append to; give expected_version"
+                ))
+            }),
+        Loaded::Answer(t) => Err(t),
+    }
+}
+
 /// Archives a document (its versions stay readable).
 pub async fn archive(session: &Session, params: ArchiveParams) -> ToolText {
-    let path = match session.resolve(&params.url) {
-        Ok(t) => t.path,
-        Err(e) => return ToolText::error(e),
-    };
-    write(
-        session,
-        &path,
-        Request::new(Verb::Archive, path.as_str()),
-        "archive",
-    )
-    .await
+    match session.path_of(&params.url) {
+        Ok(path) => {
+            write(
+                session,
+                &path,
+                Request::new(Verb::Archive, path.as_str()),
+                "archive",
+            )
+            .await
+        }
+        Err(t) => t,
+    }
 }
 
 async fn write(session: &Session, path: &str, req: Request, verb: &str) -> ToolText {
@@ -133,7 +142,7 @@ async fn write(session: &Session, path: &str, req: Request, verb: &str) -> ToolT
                 };
                 return t
                     .with_text(format!(
-                        "the source refused to {verb} {path}{why}; give mark-mcp a token with publish rights (--token-file or MARK_TOKEN)"
+                        "the source refused to {verb} {path}{why}; a server needs a token with publish rights (--token-file or MARK_TOKEN), a local folder must be a versioned store opened with --write"
                     ))
                     .as_error();
             }

@@ -364,3 +364,44 @@ async fn tool_list_is_small_and_well_formed() {
     );
     mcp.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_versioned_folder_is_writable_with_write() {
+    let store = mark_testkit::import_store(&kb()).unwrap();
+    let root = store.path().display().to_string();
+
+    // Without --write the store is read-only, and the refusal says what to do.
+    let (out, ok) = {
+        let out = std::process::Command::new(support::bin())
+            .args(["--root", &root, "archive", "/small.md"])
+            .output()
+            .unwrap();
+        (String::from_utf8(out.stdout).unwrap(), out.status.success())
+    };
+    assert!(!ok && out.contains("--write"), "{out}");
+
+    let mcp = Mcp::start(&["--root", &root, "--write", "--fresh-for", "0s"]).await;
+    assert_eq!(mcp.fetch("/small.md").await.field("version"), Some("1"));
+    let r = mcp
+        .call("mark_publish", json!({"url": "/small.md", "body": "# Small Notes\n\nRewritten.\n", "expected_version": 0}))
+        .await;
+    assert!(
+        r.is_error && r.status() == "conflict" && r.body().contains("expected_version 1"),
+        "{}",
+        r.text
+    );
+    let r = mcp
+        .call("mark_publish", json!({"url": "/small.md", "body": "# Small Notes\n\nRewritten.\n", "expected_version": 1}))
+        .await;
+    assert_eq!(
+        (r.status(), r.field("version")),
+        ("created", Some("2")),
+        "{}",
+        r.text
+    );
+    let r = mcp.fetch("/small.md").await;
+    let note = r.field("note").unwrap();
+    assert!(note.starts_with("changed since your last read (v1 -> v2); sections changed: #small-notes; removed: #alpha, #beta"), "{note}");
+    assert_eq!(mcp.fetch("/small.md").await.status(), "unchanged");
+    mcp.stop().await;
+}
