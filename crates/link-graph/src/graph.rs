@@ -279,7 +279,8 @@ impl LinkGraph {
     /// even looked at). Links from a document to itself are dropped (they are navigation
     /// within the page); repeats of a (section, target, fragment) keep the first text.
     /// Every path, the source's and each document target's, must be canonical
-    /// (see [`check_canonical`](crate::check_canonical)); otherwise nothing changes.
+    /// (see [`check_canonical`](crate::check_canonical)); otherwise the error comes back and
+    /// the document keeps the edges it had.
     pub fn update(
         &mut self,
         path: &str,
@@ -887,5 +888,10 @@ mod tests {
             "{empty} -> {full}"
         );
         assert_eq!(size_of::<StoredEdge>(), 24);
+        assert_eq!(
+            size_of::<Option<DocEntry>>(),
+            80,
+            "the per-path slot the README counts"
+        );
     }
 }
