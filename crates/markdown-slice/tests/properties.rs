@@ -254,6 +254,10 @@ fn nasty_inputs_do_not_panic() {
         &"*a".repeat(3000),
         &"`".repeat(3000),
         &"# \n".repeat(1000),
+        // Found by the property tests: a heading ending inside a multi-byte character's
+        // last byte, and a lone `\r` line ending between headings.
+        "# 日本語",
+        "```\n```\n# <div>\n## \r# ",
     ] {
         check(text);
     }
