@@ -8,39 +8,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use markdown_slice::{Document, parser_options};
 
-fn corpus_dir() -> PathBuf {
-    let root = std::env::var_os("MARK_CORPORA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora")
-        });
-    let dir = root.join("nodejs-api");
-    assert!(
-        dir.is_dir(),
-        "the Node.js corpus is missing: expected {} (set MARK_CORPORA)",
-        dir.display()
-    );
-    dir
-}
+#[path = "../tests/common/corpus.rs"]
+mod corpus;
 
 fn inputs() -> Vec<(&'static str, String)> {
-    let dir = corpus_dir();
-    let fs_md = std::fs::read_to_string(dir.join("fs.md")).expect("fs.md");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("corpus folder")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    paths.sort();
-    let all: Vec<String> = paths
+    let files = corpus::node_corpus_files();
+    let fs_md = files
         .iter()
-        .map(|p| std::fs::read_to_string(p).expect("file"))
-        .collect();
+        .find(|(name, _)| name == "fs.md")
+        .map(|(_, text)| text.clone())
+        .expect("fs.md in the corpus");
+    let all: Vec<&str> = files.iter().map(|(_, text)| text.as_str()).collect();
     vec![("fs.md", fs_md), ("node-corpus", all.join("\n\n"))]
 }
 

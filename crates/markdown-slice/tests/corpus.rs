@@ -5,36 +5,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use markdown_slice::{Document, Target};
 
-fn corpus_dir() -> PathBuf {
-    let root = std::env::var_os("MARK_CORPORA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora")
-        });
-    let dir = root.join("nodejs-api");
-    assert!(
-        dir.is_dir(),
-        "the Node.js corpus is missing: expected {} (set MARK_CORPORA to the folder holding nodejs-api/)",
-        dir.display()
-    );
-    dir
-}
+#[path = "common/corpus.rs"]
+mod corpus;
 
 /// Every `.md` file of the corpus, keyed by its site path (`/fs.md`).
 fn load() -> BTreeMap<String, Document<String>> {
-    let mut docs = BTreeMap::new();
-    for entry in std::fs::read_dir(corpus_dir()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "md") {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let text = std::fs::read_to_string(&path).unwrap();
-            docs.insert(format!("/{name}"), Document::parse(text));
-        }
-    }
+    let docs: BTreeMap<_, _> = corpus::node_corpus_files()
+        .into_iter()
+        .map(|(name, text)| (format!("/{name}"), Document::parse(text)))
+        .collect();
     assert!(
         docs.len() >= 60,
         "expected the 64 files of the Node.js corpus, found {}",
