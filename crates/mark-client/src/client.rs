@@ -231,11 +231,28 @@ impl Inner {
         request: &[u8],
     ) -> Result<Vec<u8>, ClientError> {
         let (mut send, mut recv) = connection.open_bi().await.map_err(connection_lost)?;
-        send.write_all(request).await.map_err(write_error)?;
-        // Finishing tells the server the request is complete; it fails only
-        // when the stream is already gone, which the read below reports.
-        let _ = send.finish();
-        read_capped(&mut recv, self.config.max_response_bytes).await
+        let cap = self.config.max_response_bytes;
+        match send.write_all(request).await {
+            Ok(()) => {
+                // Finishing tells the server the request is complete; it fails
+                // only when the stream is already gone, which the read reports.
+                let _ = send.finish();
+                read_capped(&mut recv, cap).await
+            }
+            // The server stopped reading (a request over its limit, say) but
+            // may still answer why.
+            Err(WriteError::Stopped(code)) => match read_capped(&mut recv, cap).await {
+                Ok(answer) if !answer.is_empty() => Ok(answer),
+                Ok(_) | Err(ClientError::StreamReset { .. }) => Err(ClientError::StreamReset {
+                    code: code.into_inner(),
+                }),
+                Err(other) => Err(other),
+            },
+            Err(WriteError::ConnectionLost(e)) => Err(connection_lost(e)),
+            Err(other) => Err(ClientError::ConnectionLost {
+                reason: other.to_string(),
+            }),
+        }
     }
 }
 
@@ -271,18 +288,6 @@ async fn read_capped(recv: &mut RecvStream, cap: usize) -> Result<Vec<u8>, Clien
 fn connection_lost(e: ConnectionError) -> ClientError {
     ClientError::ConnectionLost {
         reason: e.to_string(),
-    }
-}
-
-fn write_error(e: WriteError) -> ClientError {
-    match e {
-        WriteError::Stopped(code) => ClientError::StreamReset {
-            code: code.into_inner(),
-        },
-        WriteError::ConnectionLost(e) => connection_lost(e),
-        other => ClientError::ConnectionLost {
-            reason: other.to_string(),
-        },
     }
 }
 

@@ -169,6 +169,25 @@ async fn a_trickling_server_hits_the_request_timeout() {
 }
 
 #[tokio::test]
+async fn a_request_the_server_stops_reading_still_gets_its_answer() {
+    let server = TestServer::start_with(
+        ServerOptions {
+            max_request: 1024,
+            ..ServerOptions::default()
+        },
+        echo,
+    );
+    let client = Client::new(pinned(&server)).unwrap();
+    let huge = Request::new(Verb::Publish, "/big.md").with_body(vec![b'x'; 4 << 20]);
+    let response = tokio::time::timeout(GUARD, client.request("127.0.0.1", server.port(), huge))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(response.status, Status::TooLarge);
+    assert_eq!(response.error_message(), "The request is over the limit.");
+}
+
+#[tokio::test]
 async fn a_reset_stream_is_reported_with_its_code() {
     let server = TestServer::start(|_, _| Action::Reset(7));
     let client = Client::new(pinned(&server)).unwrap();

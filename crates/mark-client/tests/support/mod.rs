@@ -33,6 +33,9 @@ pub type Behaviour = Arc<dyn Fn(usize, &[u8]) -> Action + Send + Sync>;
 pub struct ServerOptions {
     pub alpn: Vec<u8>,
     pub max_streams: u32,
+    /// Past this many request bytes the server stops reading and answers
+    /// `too-large`, as mark-server does.
+    pub max_request: usize,
 }
 
 impl Default for ServerOptions {
@@ -40,6 +43,7 @@ impl Default for ServerOptions {
         ServerOptions {
             alpn: b"mark".to_vec(),
             max_streams: 100,
+            max_request: 1 << 20,
         }
     }
 }
@@ -77,6 +81,7 @@ impl TestServer {
             .with_single_cert(vec![cert.clone()], key.into())
             .unwrap();
         tls.alpn_protocols = vec![options.alpn];
+        let max_request = options.max_request;
         let mut config =
             quinn::ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(tls).unwrap()));
         let mut transport = quinn::TransportConfig::default();
@@ -107,7 +112,14 @@ impl TestServer {
                     while let Ok((send, recv)) = connection.accept_bi().await {
                         let behaviour = behaviour.clone();
                         let connection = connection.clone();
-                        tokio::spawn(serve_stream(index, connection, send, recv, behaviour));
+                        tokio::spawn(serve_stream(
+                            index,
+                            connection,
+                            send,
+                            recv,
+                            behaviour,
+                            max_request,
+                        ));
                     }
                 });
             }
@@ -144,11 +156,21 @@ async fn serve_stream(
     mut send: SendStream,
     mut recv: RecvStream,
     behaviour: Behaviour,
+    max_request: usize,
 ) {
-    let Ok(request) = recv.read_to_end(1 << 20).await else {
-        return;
+    let action = match recv.read_to_end(max_request).await {
+        Ok(request) => behaviour(index, &request),
+        Err(quinn::ReadToEndError::TooLong) => {
+            let _ = recv.stop(VarInt::from_u32(0));
+            let answer = mark_proto::Response::error_for(
+                mark_proto::Status::TooLarge,
+                "The request is over the limit.",
+            );
+            Action::Reply(answer.encode().unwrap())
+        }
+        Err(_) => return,
     };
-    match behaviour(index, &request) {
+    match action {
         Action::Reply(bytes) => {
             let _ = send.write_all(&bytes).await;
             let _ = send.finish();
