@@ -261,7 +261,9 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
                 }
             }
             Event::Text(text) | Event::Code(text) => {
-                if let Some(open) = heading.as_mut() {
+                // An image's alt text is not part of the heading's text on GitHub.
+                let in_image = open_links.iter().any(|open| open.link.is_image);
+                if let Some(open) = heading.as_mut().filter(|_| !in_image) {
                     open.text.push_str(&text);
                 }
                 for open in &mut open_links {
@@ -474,6 +476,13 @@ mod tests {
             Some("fsreadfilepath-options-callback")
         );
         assert_eq!(doc.headings()[2].anchor.as_deref(), Some("title-custom-id"));
+    }
+
+    #[test]
+    fn image_alt_text_is_not_heading_text() {
+        let doc = Document::parse("# ![logo](x.png) Title\n");
+        assert_eq!(doc.headings()[0].text, "Title");
+        assert_eq!(doc.links()[0].text, "logo");
     }
 
     #[test]
