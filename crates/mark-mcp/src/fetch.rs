@@ -14,6 +14,7 @@ use std::time::Instant;
 /// How much of a document to deliver.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum FetchMode {
     /// Whole when small, outline when large.
     #[default]
@@ -29,7 +30,7 @@ pub enum FetchMode {
 pub struct FetchParams {
     /// /path or mark://host/path; add #anchor for one section.
     pub url: String,
-    /// auto (default): small docs whole, large ones as outline; full; outline.
+    /// Default auto.
     #[arg(long, value_enum)]
     #[serde(default)]
     pub mode: Option<FetchMode>,
@@ -399,9 +400,17 @@ impl View<'_> {
             .map(|(old, hashes)| change_note(old, identity, hashes, &self.cached.hashes));
         let all_unchanged = parts.iter().all(|p| p.kind == PartKind::Unchanged);
         let status = if all_unchanged { "unchanged" } else { "ok" };
+        // An unchanged answer stays one short line: no title, no size.
         let base = ToolText::new(status)
             .with_opt("version", identity.version.clone())
-            .with_opt("title", self.cached.doc.title().map(str::to_string));
+            .with_opt(
+                "title",
+                self.cached
+                    .doc
+                    .title()
+                    .filter(|_| !all_unchanged)
+                    .map(str::to_string),
+            );
         let t = match parts.as_slice() {
             [one] => base
                 .with("mode", one.kind.mode())
@@ -409,7 +418,7 @@ impl View<'_> {
                     "section",
                     (!one.label.is_empty()).then(|| one.label.clone()),
                 )
-                .with("size", one.size.clone())
+                .with_opt("size", (!all_unchanged).then(|| one.size.clone()))
                 .with_opt("page", one.page.clone())
                 .with_text(one.text.clone()),
             many => {
@@ -421,7 +430,7 @@ impl View<'_> {
                             format!("{}: {}", p.label, p.text)
                         }
                         PartKind::Outline => format!("{} (outline):\n{}", p.label, p.text),
-                        _ => p.text.clone(),
+                        _ => p.text.trim_end().to_string(),
                     })
                     .collect();
                 let text = text.join("\n\n");
@@ -434,7 +443,7 @@ impl View<'_> {
                     },
                 )
                 .with("section", labels.join(", "))
-                .with("size", size_line(&text))
+                .with_opt("size", (!all_unchanged).then(|| size_line(&text)))
                 .with_text(text)
             }
         };

@@ -13,6 +13,7 @@ pub const MAX_LIMIT: u32 = 100;
 /// What a lookup matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum MatchMode {
     /// Titles and tags: one row per document.
     Catalog,

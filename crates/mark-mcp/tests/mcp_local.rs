@@ -164,6 +164,7 @@ async fn dedup_within_and_across_sessions() {
         again.text
     );
     assert!(again.body().contains("force=true to re-read") && !again.body().contains("ferry"));
+    assert_eq!((again.field("size"), again.field("title")), (None, None), "one short answer");
 
     // force re-delivers; a section after the full fetch still comes.
     assert!(
