@@ -1,0 +1,1 @@
+//! Peer MCP servers side by side (filled in next).

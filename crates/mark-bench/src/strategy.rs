@@ -1,0 +1,429 @@
+//! The scripted agents: fixed sequences of tool calls per question, with no
+//! model. Each stops as soon as every fact of the question appears in the
+//! text its tools returned, or when its plan runs out.
+
+use crate::BenchError;
+use crate::questions::{Evidence, Question};
+use crate::reading::{self, CardLink, LookupHit};
+use crate::session::{McpSession, ToolCall};
+use crate::terms::{query_ladder, rank_by_overlap, terms};
+use markdown_slice::{Document, Target};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::{HashSet, VecDeque};
+
+/// Most documents a full-chain agent reads for one question.
+pub const MAX_FULL_READS: usize = 10;
+/// Most links of one document a full-chain agent follows.
+pub const LINKS_PER_DOCUMENT: usize = 3;
+/// Most documents a full-chain agent takes from the search.
+pub const SEARCH_CANDIDATES: usize = 4;
+/// Most sections a section agent fetches for one question.
+pub const MAX_SECTION_FETCHES: usize = 4;
+/// Rows a lookup asks for.
+pub const LOOKUP_LIMIT: u32 = 10;
+
+/// The strategies over mark-mcp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// `mark_lookup` (catalog), then `mark_fetch mode=full` of each candidate
+    /// and of its best links, one step.
+    FullChain,
+    /// `mark_lookup match=body`, then `mark_fetch /doc.md#anchor` of the hits
+    /// in rank order.
+    LookupSection,
+    /// `mark_explore` of the question's hub, then `mark_fetch` of the card's
+    /// headings and links chosen by term overlap with the question.
+    ExploreSection,
+    /// Strategy 3 asked twice in one session; the second pass is measured.
+    WarmSession,
+}
+
+impl Strategy {
+    /// Every strategy, in table order.
+    pub const ALL: [Strategy; 4] = [
+        Strategy::FullChain,
+        Strategy::LookupSection,
+        Strategy::ExploreSection,
+        Strategy::WarmSession,
+    ];
+
+    /// The label in tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            Strategy::FullChain => "1. full-chain (lookup → fetch full, links one step)",
+            Strategy::LookupSection => "2. lookup → section",
+            Strategy::ExploreSection => "3. explore → section",
+            Strategy::WarmSession => "4. warm session (2nd pass of 3)",
+        }
+    }
+
+    /// The tool a strategy cannot run without.
+    pub fn needs_tool(self) -> &'static str {
+        match self {
+            Strategy::FullChain | Strategy::LookupSection => "mark_lookup",
+            Strategy::ExploreSection | Strategy::WarmSession => "mark_explore",
+        }
+    }
+}
+
+/// What one question cost one strategy.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionOutcome {
+    /// The question's id.
+    pub id: String,
+    /// Every fact appeared in the returned text.
+    pub answered: bool,
+    /// Tool calls made (until the evidence, or until the plan ran out).
+    pub calls: usize,
+    /// o200k tokens of every result.
+    pub tokens: usize,
+    /// UTF-8 bytes of every result.
+    pub bytes: usize,
+    /// Calls that came back with `isError`.
+    pub tool_errors: usize,
+    /// Facts never seen (empty when answered).
+    pub missing: Vec<String>,
+    /// `tool target` of each call, in order.
+    pub trace: Vec<String>,
+}
+
+/// A scripted agent working on one question: it records the calls and
+/// gathers their text as evidence.
+pub struct Asker<'s> {
+    session: &'s mut McpSession,
+    question: &'s Question,
+    evidence: Evidence,
+    outcome: QuestionOutcome,
+}
+
+impl<'s> Asker<'s> {
+    /// Starts on `question` with no evidence.
+    pub fn new(session: &'s mut McpSession, question: &'s Question) -> Asker<'s> {
+        Asker::with_evidence(session, question, Evidence::default())
+    }
+
+    /// Starts on `question` with evidence already in hand (a second pass).
+    pub fn with_evidence(
+        session: &'s mut McpSession,
+        question: &'s Question,
+        evidence: Evidence,
+    ) -> Asker<'s> {
+        let outcome = QuestionOutcome {
+            id: question.id.clone(),
+            answered: false,
+            calls: 0,
+            tokens: 0,
+            bytes: 0,
+            tool_errors: 0,
+            missing: Vec::new(),
+            trace: Vec::new(),
+        };
+        Asker {
+            session,
+            question,
+            evidence,
+            outcome,
+        }
+    }
+
+    /// The question.
+    pub fn question(&self) -> &'s Question {
+        self.question
+    }
+
+    /// Whether every fact is in the evidence.
+    pub fn done(&self) -> bool {
+        self.evidence.holds_all(&self.question.facts)
+    }
+
+    /// Calls a tool, records it and adds its text to the evidence.
+    pub async fn call(&mut self, tool: &str, args: Value) -> Result<ToolCall, BenchError> {
+        let call = self.session.call(tool, args).await?;
+        self.outcome.calls += 1;
+        self.outcome.tokens += call.tokens;
+        self.outcome.bytes += call.bytes;
+        self.outcome.tool_errors += usize::from(call.is_error);
+        self.outcome.trace.push(trace_line(&call));
+        self.evidence.add(&call.text);
+        Ok(call)
+    }
+
+    /// The outcome and the evidence gathered.
+    pub fn finish(mut self) -> (QuestionOutcome, Evidence) {
+        self.outcome.missing = self
+            .evidence
+            .missing(&self.question.facts)
+            .into_iter()
+            .map(String::from)
+            .collect();
+        self.outcome.answered = self.outcome.missing.is_empty();
+        (self.outcome, self.evidence)
+    }
+}
+
+fn trace_line(call: &ToolCall) -> String {
+    let target = ["url", "query", "path", "paths"]
+        .iter()
+        .find_map(|k| call.args.get(*k))
+        .map(|v| v.as_str().map_or_else(|| v.to_string(), String::from))
+        .unwrap_or_default();
+    let mut line = format!("{} {target}", call.name);
+    if let Some(anchors) = call.args.get("anchors") {
+        line.push_str(&format!(" anchors={anchors}"));
+    }
+    if call.is_error {
+        line.push_str(" (error)");
+    }
+    line
+}
+
+/// Runs one strategy on one question over a mark-mcp session (for
+/// [`Strategy::WarmSession`], the first pass: strategy 3).
+pub async fn ask(
+    session: &mut McpSession,
+    strategy: Strategy,
+    question: &Question,
+) -> Result<(QuestionOutcome, Evidence), BenchError> {
+    let mut asker = Asker::new(session, question);
+    match strategy {
+        Strategy::FullChain => full_chain(&mut asker, &DocReader::MarkFetchFull).await?,
+        Strategy::LookupSection => lookup_section(&mut asker).await?,
+        Strategy::ExploreSection | Strategy::WarmSession => explore_section(&mut asker).await?,
+    }
+    Ok(asker.finish())
+}
+
+/// Replays `calls` (a first pass's tool calls, verbatim) for a second pass:
+/// the question counts as answered when the facts are in the text of either
+/// pass, since the agent holds the first pass's text in its context.
+pub async fn replay(
+    session: &mut McpSession,
+    question: &Question,
+    first_pass: Evidence,
+    calls: &[ToolCall],
+) -> Result<QuestionOutcome, BenchError> {
+    let mut asker = Asker::with_evidence(session, question, first_pass);
+    for c in calls {
+        asker.call(&c.name, c.args.clone()).await?;
+    }
+    Ok(asker.finish().0)
+}
+
+/// How a full-chain agent reads a whole document.
+#[derive(Debug, Clone)]
+pub enum DocReader {
+    /// `mark_fetch {url, mode: "full"}`.
+    MarkFetchFull,
+    /// server-filesystem's `read_text_file {path: ROOT/path}`.
+    FilesystemText {
+        /// The folder the server was given.
+        root: String,
+    },
+}
+
+impl DocReader {
+    fn request(&self, path: &str) -> (&'static str, Value) {
+        match self {
+            DocReader::MarkFetchFull => ("mark_fetch", json!({ "url": path, "mode": "full" })),
+            DocReader::FilesystemText { root } => {
+                ("read_text_file", json!({ "path": format!("{root}{path}") }))
+            }
+        }
+    }
+
+    /// The markdown of a successful read (mark-mcp puts an envelope first).
+    fn markdown<'t>(&self, text: &'t str) -> &'t str {
+        match self {
+            DocReader::MarkFetchFull => reading::body(text),
+            DocReader::FilesystemText { .. } => text,
+        }
+    }
+}
+
+/// Tries the lookup ladder (see [`query_ladder`]) until one matches; the
+/// hits of the first query with matches.
+async fn lookup_ladder(asker: &mut Asker<'_>, body: bool) -> Result<Vec<LookupHit>, BenchError> {
+    for query in query_ladder(&asker.question().question) {
+        let mut args = json!({ "query": query, "limit": LOOKUP_LIMIT });
+        if body {
+            args["match"] = json!("body");
+        }
+        let call = asker.call("mark_lookup", args).await?;
+        let hits = reading::lookup_hits(&call.text);
+        if !hits.is_empty() || asker.done() {
+            return Ok(hits);
+        }
+    }
+    Ok(Vec::new())
+}
+
+/// Strategy 1 with mark-mcp: catalog lookup, then whole documents.
+async fn full_chain(asker: &mut Asker<'_>, reader: &DocReader) -> Result<(), BenchError> {
+    let hits = lookup_ladder(asker, false).await?;
+    let mut candidates: Vec<String> = Vec::new();
+    for h in &hits {
+        if candidates.len() < SEARCH_CANDIDATES && !candidates.iter().any(|c| c == h.path()) {
+            candidates.push(h.path().to_string());
+        }
+    }
+    read_whole_documents(asker, reader, candidates).await
+}
+
+/// Reads `candidates` whole, in order, queueing each one's best links (one
+/// step), until the facts appear or [`MAX_FULL_READS`] documents are read.
+pub async fn read_whole_documents(
+    asker: &mut Asker<'_>,
+    reader: &DocReader,
+    candidates: Vec<String>,
+) -> Result<(), BenchError> {
+    if asker.done() {
+        return Ok(());
+    }
+    let q_terms = terms(&asker.question().question);
+    let candidate_set: HashSet<String> = candidates.iter().cloned().collect();
+    let mut queued: HashSet<String> = candidate_set.clone();
+    let mut queue: VecDeque<String> = candidates.into();
+    let mut reads = 0;
+    while let Some(path) = queue.pop_front() {
+        if reads == MAX_FULL_READS {
+            break;
+        }
+        let (tool, args) = reader.request(&path);
+        let call = asker.call(tool, args).await?;
+        reads += 1;
+        if asker.done() {
+            break;
+        }
+        if call.is_error || !candidate_set.contains(&path) {
+            continue;
+        }
+        for link in best_links(&q_terms, &path, reader.markdown(&call.text)) {
+            if queued.insert(link.clone()) {
+                queue.push_back(link);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The internal markdown documents `markdown` (at `path`) links to, ranked
+/// by overlap of link text and target with the question, at most
+/// [`LINKS_PER_DOCUMENT`].
+fn best_links(q_terms: &[String], path: &str, markdown: &str) -> Vec<String> {
+    let doc = Document::parse(markdown);
+    let mut links: Vec<(String, String)> = Vec::new();
+    for link in doc.links() {
+        if link.is_image {
+            continue;
+        }
+        if let Target::Internal { path: target, .. } = link.resolve(path)
+            && target.ends_with(".md")
+            && target != path
+            && !links.iter().any(|(t, _)| *t == target)
+        {
+            let text = format!("{} {target}", link.text);
+            links.push((target, text));
+        }
+    }
+    rank_by_overlap(q_terms, links, |(_, text)| text.clone())
+        .into_iter()
+        .take(LINKS_PER_DOCUMENT)
+        .map(|(t, _)| t)
+        .collect()
+}
+
+/// Strategy 2: body lookup, then the hits' sections in rank order.
+async fn lookup_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
+    let hits = lookup_ladder(asker, true).await?;
+    for hit in hits.iter().take(MAX_SECTION_FETCHES) {
+        if asker.done() {
+            break;
+        }
+        asker.call("mark_fetch", json!({ "url": hit.url })).await?;
+    }
+    Ok(())
+}
+
+/// Strategy 3: explore the hub, then fetch what the card offers, best term
+/// overlap first; a target that comes back as an outline is narrowed to its
+/// best heading.
+async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
+    let hub = asker.question().hub.clone();
+    let card = asker.call("mark_explore", json!({ "url": hub })).await?;
+    if asker.done() || card.is_error {
+        return Ok(());
+    }
+    let q_terms = terms(&asker.question().question);
+    let mut offers: Vec<CardLink> =
+        reading::outline_items(reading::card_section(&card.text, "Outline"))
+            .into_iter()
+            .map(|item| CardLink {
+                url: format!("{hub}#{}", item.anchor),
+                text: item.text,
+            })
+            .collect();
+    offers.extend(reading::card_links(reading::card_section(
+        &card.text,
+        "Outbound links",
+    )));
+    let ranked = rank_by_overlap(&q_terms, offers, |o| format!("{} {}", o.text, o.url));
+    let mut fetched: HashSet<String> = HashSet::new();
+    let mut fetches = 0;
+    for offer in ranked {
+        if asker.done() || fetches == MAX_SECTION_FETCHES {
+            break;
+        }
+        if !fetched.insert(offer.url.clone()) {
+            continue;
+        }
+        let got = asker
+            .call("mark_fetch", json!({ "url": offer.url }))
+            .await?;
+        fetches += 1;
+        if asker.done()
+            || reading::field(&got.text, "mode") != Some("outline")
+            || fetches == MAX_SECTION_FETCHES
+        {
+            continue;
+        }
+        let path = offer
+            .url
+            .split('#')
+            .next()
+            .unwrap_or(&offer.url)
+            .to_string();
+        let items = reading::outline_items(reading::body(&got.text));
+        if let Some(best) = rank_by_overlap(&q_terms, items, |i| i.text.clone())
+            .into_iter()
+            .next()
+        {
+            let url = format!("{path}#{}", best.anchor);
+            if fetched.insert(url.clone()) {
+                asker.call("mark_fetch", json!({ "url": url })).await?;
+                fetches += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn best_links_rank_by_overlap_and_resolve() {
+        let md = "See [the dedup key](adr/0003-dedup-key.md), [Rust](adr/0001-rust.md#status), [img](![x](a.png)) and [home](../../index.md) and [out](https://x.org/dedup.md).";
+        let q = terms("Who decided the dedup key for Tidewatch readings?");
+        let links = best_links(&q, "/projects/tidewatch/index.md", md);
+        assert_eq!(
+            links,
+            vec![
+                "/projects/tidewatch/adr/0003-dedup-key.md".to_string(),
+                "/projects/tidewatch/adr/0001-rust.md".to_string()
+            ]
+        );
+    }
+}

@@ -1,0 +1,112 @@
+//! Runs the orientation benchmark for real: `mark-server` imports and serves
+//! fixtures/soul on 127.0.0.1, the real `mark-mcp` binary answers over
+//! stdio, once per strategy.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use mark_bench::{OrientationOptions, render_table, run_orientation};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `NAME` beside the test's profile directory (`target/debug/deps/x` →
+/// `target/debug/NAME`), built with `cargo build -p NAME` when missing.
+fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    let profile = if deps.ends_with("deps") {
+        deps.parent().unwrap()
+    } else {
+        deps
+    };
+    let path = profile.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    if !path.is_file() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-p", name, "--bin", name, "--target-dir"])
+            .arg(profile.parent().unwrap())
+            .current_dir(workspace())
+            .stdout(Stdio::null());
+        if profile.ends_with("release") {
+            cmd.arg("--release");
+        }
+        assert!(
+            cmd.status().unwrap().success(),
+            "cargo build -p {name} failed"
+        );
+    }
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orientation_benchmark_runs_over_the_real_binaries() {
+    let kb = workspace().join("fixtures/soul");
+    let opts = OrientationOptions {
+        questions: kb.join("questions.toml"),
+        kb,
+        runs: 1,
+        mark_mcp_bin: binary("mark-mcp"),
+        mark_server_bin: binary("mark-server"),
+    };
+    let report = run_orientation(opts).await.unwrap();
+    let table = render_table(&report);
+    println!("{table}");
+
+    let full = report.strategy("1.").unwrap();
+    let section = report.strategy("2.").unwrap();
+    for s in [full, section] {
+        assert!(s.skipped.is_none(), "{} was skipped", s.label);
+        assert_eq!(s.questions, 30);
+        assert!(s.answered > 0, "{} answered nothing", s.label);
+        assert!(
+            s.tokens > 0 && s.result_bytes > s.tokens,
+            "{}: {} tokens, {} bytes",
+            s.label,
+            s.tokens,
+            s.result_bytes
+        );
+        assert!(
+            s.calls_mean >= 1.0,
+            "{}: every question makes at least one call",
+            s.label
+        );
+        assert!(
+            s.requests.unwrap() > 0,
+            "{}: mark-server logged no request",
+            s.label
+        );
+        // Token totals are the sum of the per-question figures.
+        assert_eq!(s.tokens, s.outcomes.iter().map(|o| o.tokens).sum::<usize>());
+        assert_eq!(s.answered + s.unanswered.len(), s.questions);
+        for o in &s.outcomes {
+            assert_eq!(o.answered, o.missing.is_empty(), "{}: {}", s.label, o.id);
+            assert_eq!(o.calls, o.trace.len());
+        }
+    }
+    assert!(
+        section.tokens < full.tokens,
+        "sections ({}) should cost fewer tokens than full documents ({})",
+        section.tokens,
+        full.tokens
+    );
+    // Explore-based rows either ran or say exactly why not.
+    for s in report
+        .strategies
+        .iter()
+        .filter(|s| s.label.starts_with('3') || s.label.starts_with('4'))
+    {
+        match &s.skipped {
+            Some(why) => assert_eq!(why, "mark_explore not available"),
+            None => assert!(s.tokens > 0 || s.label.contains("2nd pass")),
+        }
+    }
+    let json = serde_json::to_value(&report).unwrap();
+    assert!(
+        json["tokenizer"]
+            .as_str()
+            .unwrap()
+            .contains("proxy for Claude")
+    );
+}
