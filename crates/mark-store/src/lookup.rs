@@ -533,7 +533,9 @@ impl Catalog {
             .filter_map(|p| self.docs.get(p).map(|d| (p, d)))
             .filter(|(p, d)| !d.stamp.archived && passes(d, &query.filters) && readable(p))
             .collect();
-        let mut scored: Vec<(f64, LookupRow)> = Vec::new();
+        // Rows carry the text their snippet comes from; snippets are cut only
+        // for the rows that survive the limit.
+        let mut scored: Vec<(f64, LookupRow, Option<&str>)> = Vec::new();
         let factor = |d: &IndexedDoc| 0.7 + 0.3 * d.importance;
         let words: &[String] = match &query.terms {
             Terms::All => &[],
@@ -558,6 +560,7 @@ impl Catalog {
                         doc.title.clone(),
                         doc.tags.clone(),
                     ),
+                    None,
                 ));
                 continue;
             }
@@ -579,23 +582,25 @@ impl Catalog {
                 let mut row =
                     LookupRow::document(path.encoded(), doc.importance, title, doc.tags.clone());
                 row.anchor = s.anchor.clone();
-                if query.mode == MatchMode::Body {
-                    row.snippet = Some(snippet(
-                        doc.body.get(s.range.clone()).unwrap_or(""),
-                        &query.terms,
-                    ));
-                }
-                scored.push((score * factor(doc), row));
+                let source = (query.mode == MatchMode::Body)
+                    .then(|| doc.body.get(s.range.clone()).unwrap_or(""));
+                scored.push((score * factor(doc), row, source));
             }
         }
-        scored.sort_by(|(sa, a), (sb, b)| {
+        scored.sort_by(|(sa, a, _), (sb, b, _)| {
             sb.total_cmp(sa)
                 .then_with(|| a.path.cmp(&b.path))
                 .then_with(|| a.anchor.cmp(&b.anchor))
         });
         scored.truncate(query.limit);
         Ok(LookupResult {
-            rows: scored.into_iter().map(|(_, r)| r).collect(),
+            rows: scored
+                .into_iter()
+                .map(|(_, mut row, source)| {
+                    row.snippet = source.map(|text| snippet(text, &query.terms));
+                    row
+                })
+                .collect(),
         })
     }
 }
