@@ -58,6 +58,8 @@ impl Bench {
     }
 
     fn client(&self) -> Client {
+        // The client binds its endpoint on the runtime it is made in.
+        let _runtime = self.runtime.enter();
         Client::new(ClientConfig {
             trust: Trust::Pin(self.server.fingerprint),
             ..Default::default()
