@@ -15,6 +15,13 @@ use std::time::{Duration, Instant};
 /// What the request and byte columns count.
 pub const COUNTED_NOTE: &str = "protocol requests: the `request VERB /path -> status` lines mark-server logged during the pass (LOOKUP, FETCH, LIST …; `not-modified` answers move no body); result bytes: UTF-8 bytes of the tool-result text delivered to the MCP client (the server logs no byte counts)";
 
+/// The strategies that run one fresh session per question.
+const COLD: [Strategy; 3] = [
+    Strategy::FullChain,
+    Strategy::LookupSection,
+    Strategy::ExploreSection,
+];
+
 /// Options of [`run_orientation`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrientationOptions {
@@ -43,63 +50,88 @@ impl Default for OrientationOptions {
     }
 }
 
-/// One pass of one strategy: outcomes, the calls made, the evidence per
-/// question, the server requests logged meanwhile and the wall time.
+/// One pass of one strategy over every question: outcomes, the calls made
+/// per question, the server requests logged meanwhile, and the wall time
+/// spent in the questions' tool calls (process start-up excluded).
 struct Pass {
     outcomes: Vec<QuestionOutcome>,
     calls: Vec<Vec<ToolCall>>,
-    evidence: Vec<Evidence>,
     requests: Vec<LoggedRequest>,
     wall: Duration,
 }
 
-async fn first_pass(
-    session: &mut McpSession,
+/// Strategies 1–3: every question in a fresh mark-mcp session, as a new
+/// conversation would start one, so no question profits from another's
+/// reads (or is told `unchanged` about text it never saw).
+async fn cold_pass(
+    command: &ServerCommand,
     server: &BenchServer,
     strategy: Strategy,
     questions: &[Question],
 ) -> Result<Pass, BenchError> {
     let before = server.settled_requests().await.len();
-    let started = Instant::now();
     let mut pass = Pass {
         outcomes: Vec::new(),
         calls: Vec::new(),
-        evidence: Vec::new(),
+        requests: Vec::new(),
+        wall: Duration::ZERO,
+    };
+    for q in questions {
+        let mut session = McpSession::start(command).await?;
+        let started = Instant::now();
+        let asked = ask(&mut session, strategy, q, Evidence::default()).await;
+        pass.wall += started.elapsed();
+        pass.calls.push(session.calls().to_vec());
+        session.close().await;
+        pass.outcomes.push(asked?.0);
+    }
+    pass.requests = server.settled_requests().await.split_off(before);
+    Ok(pass)
+}
+
+/// Strategy 4: one session asks every question with strategy 3, then
+/// replays each question's calls verbatim. The evidence is everything the
+/// session returned (the agent's context).
+async fn warm_passes(
+    session: &mut McpSession,
+    server: &BenchServer,
+    questions: &[Question],
+) -> Result<(Pass, Pass), BenchError> {
+    let mut evidence = Evidence::default();
+    let before = server.settled_requests().await.len();
+    let started = Instant::now();
+    let mut first = Pass {
+        outcomes: Vec::new(),
+        calls: Vec::new(),
         requests: Vec::new(),
         wall: Duration::ZERO,
     };
     for q in questions {
         let made_before = session.calls().len();
-        let (outcome, evidence) = ask(session, strategy, q).await?;
-        pass.calls.push(session.calls()[made_before..].to_vec());
-        pass.outcomes.push(outcome);
-        pass.evidence.push(evidence);
+        let (outcome, after) = ask(session, Strategy::WarmSession, q, evidence).await?;
+        evidence = after;
+        first.calls.push(session.calls()[made_before..].to_vec());
+        first.outcomes.push(outcome);
     }
-    pass.wall = started.elapsed();
-    pass.requests = server.settled_requests().await.split_off(before);
-    Ok(pass)
-}
+    first.wall = started.elapsed();
+    first.requests = server.settled_requests().await.split_off(before);
 
-async fn second_pass(
-    session: &mut McpSession,
-    server: &BenchServer,
-    questions: &[Question],
-    first: Pass,
-) -> Result<Pass, BenchError> {
     let before = server.settled_requests().await.len();
     let started = Instant::now();
-    let mut outcomes = Vec::new();
-    for ((q, evidence), calls) in questions.iter().zip(first.evidence).zip(&first.calls) {
-        outcomes.push(replay(session, q, evidence, calls).await?);
-    }
-    let wall = started.elapsed();
-    Ok(Pass {
-        outcomes,
+    let mut second = Pass {
+        outcomes: Vec::new(),
         calls: Vec::new(),
-        evidence: Vec::new(),
-        requests: server.settled_requests().await.split_off(before),
-        wall,
-    })
+        requests: Vec::new(),
+        wall: Duration::ZERO,
+    };
+    for (q, calls) in questions.iter().zip(&first.calls) {
+        let (outcome, after) = replay(session, q, evidence, calls).await?;
+        evidence = after;
+        second.outcomes.push(outcome);
+    }
+    second.wall = started.elapsed();
+    second.requests = server.settled_requests().await.split_off(before);
+    Ok((first, second))
 }
 
 /// Accumulates the passes of one row over runs.
@@ -166,49 +198,20 @@ pub async fn run_orientation(opts: OrientationOptions) -> Result<Report, BenchEr
     probe.close().await;
     let available = |s: Strategy| tools.iter().any(|t| t == s.needs_tool());
 
-    let mut rows: Vec<Row> = [
-        Strategy::FullChain,
-        Strategy::LookupSection,
-        Strategy::ExploreSection,
-    ]
-    .iter()
-    .map(|s| Row::new(s.label()))
-    .collect();
-    let mut warm_first = Row::new("4. warm session, 1st pass (= 3)");
+    let mut rows: Vec<Row> = COLD.iter().map(|s| Row::new(s.label())).collect();
+    let mut warm_first = Row::new("4. warm session, 1st pass");
     let mut warm_second = Row::new("4. warm session, 2nd pass (same calls)");
     for _ in 0..runs {
-        for (row, strategy) in rows.iter_mut().zip([
-            Strategy::FullChain,
-            Strategy::LookupSection,
-            Strategy::ExploreSection,
-        ]) {
-            if !available(strategy) {
-                continue;
+        for (row, strategy) in rows.iter_mut().zip(COLD) {
+            if available(strategy) {
+                row.add(cold_pass(&command, &server, strategy, &questions).await?);
             }
-            let mut session = McpSession::start(&command).await?;
-            let pass = first_pass(&mut session, &server, strategy, &questions).await;
-            session.close().await;
-            row.add(pass?);
         }
         if available(Strategy::WarmSession) {
             let mut session = McpSession::start(&command).await?;
-            let result = async {
-                let first =
-                    first_pass(&mut session, &server, Strategy::WarmSession, &questions).await?;
-                let mut replayed = Pass {
-                    outcomes: first.outcomes.clone(),
-                    calls: Vec::new(),
-                    evidence: Vec::new(),
-                    requests: first.requests.clone(),
-                    wall: first.wall,
-                };
-                let second = second_pass(&mut session, &server, &questions, first).await?;
-                replayed.calls.clear();
-                Ok::<_, BenchError>((replayed, second))
-            }
-            .await;
+            let passes = warm_passes(&mut session, &server, &questions).await;
             session.close().await;
-            let (first, second) = result?;
+            let (first, second) = passes?;
             warm_first.add(first);
             warm_second.add(second);
         }
@@ -217,11 +220,7 @@ pub async fn run_orientation(opts: OrientationOptions) -> Result<Report, BenchEr
 
     let n = questions.len();
     let mut strategies = Vec::new();
-    for (row, strategy) in rows.into_iter().zip([
-        Strategy::FullChain,
-        Strategy::LookupSection,
-        Strategy::ExploreSection,
-    ]) {
+    for (row, strategy) in rows.into_iter().zip(COLD) {
         let label = row.label.clone();
         strategies.push(
             row.figures()

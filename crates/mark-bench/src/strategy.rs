@@ -99,12 +99,8 @@ pub struct Asker<'s> {
 }
 
 impl<'s> Asker<'s> {
-    /// Starts on `question` with no evidence.
-    pub fn new(session: &'s mut McpSession, question: &'s Question) -> Asker<'s> {
-        Asker::with_evidence(session, question, Evidence::default())
-    }
-
-    /// Starts on `question` with evidence already in hand (a second pass).
+    /// Starts on `question` with the evidence already in hand (the text of
+    /// the session's earlier results; empty in a fresh session).
     pub fn with_evidence(
         session: &'s mut McpSession,
         question: &'s Question,
@@ -174,41 +170,53 @@ fn trace_line(call: &ToolCall) -> String {
         line.push_str(&format!(" anchors={anchors}"));
     }
     if call.is_error {
-        line.push_str(" (error)");
+        line.push_str(" → error");
+    } else if let Some(status) = reading::field(&call.text, "status") {
+        line.push_str(" → ");
+        line.push_str(status);
+        if let Some(mode) = reading::field(&call.text, "mode") {
+            line.push_str(&format!(" ({mode})"));
+        }
     }
     line
 }
 
-/// Runs one strategy on one question over a mark-mcp session (for
-/// [`Strategy::WarmSession`], the first pass: strategy 3).
+/// Runs one strategy on one question over a mark-mcp session, starting from
+/// the evidence the session's earlier results hold (none in a fresh
+/// session): an agent that already holds the facts makes no call. Returns
+/// the outcome and the session's evidence afterwards.
 pub async fn ask(
     session: &mut McpSession,
     strategy: Strategy,
     question: &Question,
+    session_evidence: Evidence,
 ) -> Result<(QuestionOutcome, Evidence), BenchError> {
-    let mut asker = Asker::new(session, question);
-    match strategy {
-        Strategy::FullChain => full_chain(&mut asker, &DocReader::MarkFetchFull).await?,
-        Strategy::LookupSection => lookup_section(&mut asker).await?,
-        Strategy::ExploreSection | Strategy::WarmSession => explore_section(&mut asker).await?,
+    let mut asker = Asker::with_evidence(session, question, session_evidence);
+    if !asker.done() {
+        match strategy {
+            Strategy::FullChain => full_chain(&mut asker, &DocReader::MarkFetchFull).await?,
+            Strategy::LookupSection => lookup_section(&mut asker).await?,
+            Strategy::ExploreSection | Strategy::WarmSession => explore_section(&mut asker).await?,
+        }
     }
     Ok(asker.finish())
 }
 
-/// Replays `calls` (a first pass's tool calls, verbatim) for a second pass:
-/// the question counts as answered when the facts are in the text of either
-/// pass, since the agent holds the first pass's text in its context.
+/// Replays `calls` (a first pass's tool calls for this question, verbatim)
+/// in the same session: the question counts as answered when the facts are
+/// in any text the session returned, since the agent holds it in context
+/// (that is what a dedup answer like `unchanged since v1` relies on).
 pub async fn replay(
     session: &mut McpSession,
     question: &Question,
-    first_pass: Evidence,
+    session_evidence: Evidence,
     calls: &[ToolCall],
-) -> Result<QuestionOutcome, BenchError> {
-    let mut asker = Asker::with_evidence(session, question, first_pass);
+) -> Result<(QuestionOutcome, Evidence), BenchError> {
+    let mut asker = Asker::with_evidence(session, question, session_evidence);
     for c in calls {
         asker.call(&c.name, c.args.clone()).await?;
     }
-    Ok(asker.finish().0)
+    Ok(asker.finish())
 }
 
 /// How a full-chain agent reads a whole document.

@@ -79,17 +79,20 @@ fn quoted_words(text: &str) -> Vec<&str> {
 
 /// Search queries to try in order when a search matches only documents
 /// holding every word (as LOOKUP does): all topic words; then the naming
-/// words; then the longest naming word. Each differs from the one before.
+/// words; then the last two topic words (English questions tend to end on
+/// their subject: "… during quiet hours?"); then the longest naming word.
+/// Each differs from every one before.
 pub fn query_ladder(question: &str) -> Vec<String> {
     let all = terms(question);
     let keys = key_terms(question);
+    let tail = all[all.len().saturating_sub(2)..].to_vec();
     let longest = keys
         .iter()
         .max_by_key(|k| k.chars().count())
         .map(|k| vec![k.clone()])
         .unwrap_or_default();
     let mut ladder: Vec<String> = Vec::new();
-    for words in [all, keys, longest] {
+    for words in [all, keys, tail, longest] {
         let q = words.join(" ");
         if !q.is_empty() && !ladder.contains(&q) {
             ladder.push(q);
@@ -167,7 +170,18 @@ mod tests {
         assert_eq!(query_ladder("What is Tidewatch?"), ["tidewatch"]);
         assert_eq!(
             query_ladder("Who decided the dedup key for Tidewatch readings?"),
-            ["decided dedup key tidewatch readings", "tidewatch"]
+            [
+                "decided dedup key tidewatch readings",
+                "tidewatch",
+                "tidewatch readings"
+            ]
+        );
+        assert_eq!(
+            query_ladder("Who decided that non-flood pages wait during quiet hours?"),
+            [
+                "decided non flood pages wait during quiet hours",
+                "quiet hours"
+            ]
         );
     }
 

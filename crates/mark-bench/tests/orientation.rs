@@ -103,6 +103,10 @@ async fn orientation_benchmark_runs_over_the_real_binaries() {
         }
     }
     let json = serde_json::to_value(&report).unwrap();
+    // For looking into a run: the raw figures, traces included.
+    if let Some(path) = std::env::var_os("MARK_BENCH_JSON") {
+        std::fs::write(path, serde_json::to_string_pretty(&json).unwrap()).unwrap();
+    }
     assert!(
         json["tokenizer"]
             .as_str()
