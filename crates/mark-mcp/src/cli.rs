@@ -20,43 +20,48 @@ use std::time::{Duration, Instant};
 /// folder, with outlines, sections and dedup. With no verb it serves MCP over
 /// stdio; with a verb it runs that one call and prints the result.
 #[derive(Debug, Parser)]
-#[command(name = "mark-mcp", version, about, long_about = None)]
+#[command(
+    name = "mark-mcp",
+    version,
+    about = "Markdown knowledge for AI agents over MCP: outlines, sections and dedup, from a Mark server (--host) or a local folder (--root). Without a verb it serves MCP on stdio.",
+    long_about = None
+)]
 pub struct Cli {
     /// Serve a local folder of markdown (a versioned store is detected by its versions/ folders).
-    #[arg(long, global = true, conflicts_with = "host")]
+    #[arg(long, global = true, value_name = "DIR", conflicts_with = "host")]
     pub root: Option<PathBuf>,
     /// Read from a Mark server: mark://HOST[:PORT].
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "mark://HOST[:PORT]")]
     pub host: Option<String>,
     /// Accept any server certificate (development servers only).
     #[arg(long, global = true, conflicts_with_all = ["pin", "ca"])]
     pub insecure: bool,
     /// Trust exactly one server certificate: sha256:HEX of its DER bytes.
-    #[arg(long, global = true, conflicts_with = "ca")]
+    #[arg(long, global = true, value_name = "sha256:HEX", conflicts_with = "ca")]
     pub pin: Option<String>,
     /// Trust the CA certificates in this PEM file instead of the system roots.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "PEM")]
     pub ca: Option<PathBuf>,
     /// Bodies (and sections) at or above this size come as an outline.
-    #[arg(long, global = true, default_value = "8192", value_parser = parse_bytes)]
+    #[arg(long, global = true, default_value = "8192", value_name = "BYTES", value_parser = parse_bytes)]
     pub outline_threshold: usize,
     /// Memory for cached documents (64MiB, 1MB, or bytes).
-    #[arg(long, global = true, default_value = "64MiB", value_parser = parse_bytes)]
+    #[arg(long, global = true, default_value = "64MiB", value_name = "BYTES", value_parser = parse_bytes)]
     pub cache_bytes: usize,
     /// Serve a cached document without asking the source if validated this recently.
-    #[arg(long, global = true, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, global = true, default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]
     pub fresh_for: Duration,
     /// Forget what was delivered after this long (clients compact context).
-    #[arg(long, global = true, default_value = "30m", value_parser = parse_duration)]
+    #[arg(long, global = true, default_value = "30m", value_name = "DURATION", value_parser = parse_duration)]
     pub dedup_ttl: Duration,
     /// Longest text in one result; longer bodies come in pages.
-    #[arg(long, global = true, default_value = "80000", value_parser = parse_bytes)]
+    #[arg(long, global = true, default_value = "80000", value_name = "BYTES", value_parser = parse_bytes)]
     pub page_bytes: usize,
     /// Offer the write tools (mark_publish, mark_append, mark_archive).
     #[arg(long, global = true)]
     pub write: bool,
     /// File holding the auth token (else the MARK_TOKEN environment variable).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// Print a verb's result as a JSON object.
     #[arg(long, global = true)]
