@@ -39,7 +39,8 @@ pub struct LoggedRequest {
 
 impl MarkServerProcess {
     /// Starts `mark-server --root ROOT --listen 127.0.0.1:0 ARGS…` and waits
-    /// (up to [`START_TIMEOUT`]) for its `listening` line.
+    /// (up to [`START_TIMEOUT`]) for its `listening` line. The server's
+    /// `RUST_LOG` is `MARK_SERVER_LOG` when set, else `info`.
     pub fn start<S: AsRef<str>>(
         root: &Path,
         args: &[S],
@@ -164,9 +165,10 @@ fn spawn(
         .arg("--listen")
         .arg(listen.to_string())
         .args(extra_args)
+        // The request lines are info lines: the test's own RUST_LOG must not hide them.
         .env(
             "RUST_LOG",
-            std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            std::env::var("MARK_SERVER_LOG").unwrap_or_else(|_| "info".into()),
         )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
