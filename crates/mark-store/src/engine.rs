@@ -9,6 +9,7 @@ use crate::paths::SafePath;
 use crate::store::{FolderProblem, Snapshot, Store, StoreMode};
 use mark_proto::versions::VersionEntry;
 use mark_proto::{Request, Response, Status, Verb};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -26,6 +27,14 @@ const WRITE_ATTEMPTS: usize = 16;
 
 /// A request answered early with an error response.
 type Reply = Result<Response, Response>;
+
+/// What a write does after reading the current version.
+enum Step<'a> {
+    /// Answer without writing (identical content, unarchiving).
+    Answer(Response),
+    /// Write this content as the next version.
+    Write(Cow<'a, [u8]>),
+}
 
 /// The Mark Protocol engine over one root folder. `Send + Sync`: share it
 /// between threads behind an `Arc`; writes to one document are serialized
@@ -488,18 +497,49 @@ impl Engine {
         Ok(result.into_response(&query))
     }
 
+    /// Runs a write: under the document's lock, reads the current version,
+    /// lets `decide` answer or name the new content, and writes it as the
+    /// next version. When another process took that number first, reads
+    /// again and lets `decide` look at the new state.
+    fn write_next<'body>(
+        &self,
+        doc: &SafePath,
+        now: SystemTime,
+        mut decide: impl FnMut(Option<&Snapshot>) -> Result<Step<'body>, Response>,
+    ) -> Reply {
+        let handle = self.doc_lock(doc);
+        let _serialized = lock(&handle);
+        for _ in 0..WRITE_ATTEMPTS {
+            let current = self.store.current(doc).map_err(|e| server_error(&e))?;
+            let content = match decide(current.as_ref())? {
+                Step::Answer(resp) => return Ok(resp),
+                Step::Write(content) => content,
+            };
+            self.check_size(content.len())?;
+            if let Some(snap) = self
+                .store
+                .write_next(doc, current.as_ref(), &content, unix_seconds(now))
+                .map_err(|e| server_error(&e))?
+            {
+                return Ok(written(Status::Created, &snap));
+            }
+        }
+        Err(Response::error(
+            Status::Unavailable,
+            "Unavailable",
+            "Too many writers raced for this document; retry.",
+        ))
+    }
+
     fn publish(&self, req: &Request, doc: &SafePath, now: SystemTime) -> Reply {
         self.may_write(req, doc, now)?;
         let body = req.body.as_slice();
         self.check_size(body.len())?;
         let expected = parse_version_meta(req, "expected-version")?;
-        let handle = self.doc_lock(doc);
-        let _serialized = lock(&handle);
         self.prepare(doc)?;
-        for _ in 0..WRITE_ATTEMPTS {
-            let current = self.store.current(doc).map_err(|e| server_error(&e))?;
-            let server_version = current.as_ref().map_or(0, |c| c.version);
-            if let Some(c) = &current
+        self.write_next(doc, now, |current| {
+            let server_version = current.map_or(0, |c| c.version);
+            if let Some(c) = current
                 && (body.is_empty() || c.body() == body)
                 && (c.archived || !body.is_empty())
             {
@@ -514,7 +554,7 @@ impl Engine {
                         .set_archived(doc, c.version, false, unix_seconds(now))
                         .map_err(|e| server_error(&e))?;
                 }
-                return Ok(written(Status::Ok, c));
+                return Ok(Step::Answer(written(Status::Ok, c)));
             }
             if body.is_empty() {
                 return Err(bad_request(
@@ -524,19 +564,8 @@ impl Engine {
             if let Some(e) = expected.filter(|e| *e != server_version) {
                 return Err(conflict(e, server_version));
             }
-            if let Some(snap) = self
-                .store
-                .write_next(doc, current.as_ref(), body, unix_seconds(now))
-                .map_err(|e| server_error(&e))?
-            {
-                return Ok(written(Status::Created, &snap));
-            }
-        }
-        Err(Response::error(
-            Status::Unavailable,
-            "Unavailable",
-            "Too many writers raced for this document; retry.",
-        ))
+            Ok(Step::Write(Cow::Borrowed(body)))
+        })
     }
 
     fn append(&self, req: &Request, doc: &SafePath, now: SystemTime) -> Reply {
@@ -553,14 +582,8 @@ impl Engine {
             return Err(bad_request("APPEND needs a body: the text to add."));
         }
         self.check_size(req.body.len())?;
-        let handle = self.doc_lock(doc);
-        let _serialized = lock(&handle);
-        for _ in 0..WRITE_ATTEMPTS {
-            let current = self
-                .store
-                .current(doc)
-                .map_err(|e| server_error(&e))?
-                .ok_or_else(|| not_found(&req.path))?;
+        self.write_next(doc, now, |current| {
+            let current = current.ok_or_else(|| not_found(&req.path))?;
             if current.archived {
                 return Err(Response::error(
                     Status::Archived,
@@ -575,20 +598,8 @@ impl Engine {
             content.extend_from_slice(current.body());
             content.push(b'\n');
             content.extend_from_slice(&req.body);
-            self.check_size(content.len())?;
-            if let Some(snap) = self
-                .store
-                .write_next(doc, Some(&current), &content, unix_seconds(now))
-                .map_err(|e| server_error(&e))?
-            {
-                return Ok(written(Status::Created, &snap));
-            }
-        }
-        Err(Response::error(
-            Status::Unavailable,
-            "Unavailable",
-            "Too many writers raced for this document; retry.",
-        ))
+            Ok(Step::Write(Cow::Owned(content)))
+        })
     }
 
     fn archive(&self, req: &Request, doc: &SafePath, now: SystemTime) -> Reply {
@@ -653,6 +664,12 @@ fn reserved_name(doc: &SafePath) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn engine_is_send_and_sync() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Engine>();
+    }
 
     #[test]
     fn pinned_versions_and_hash_names() {

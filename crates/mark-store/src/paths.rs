@@ -238,6 +238,20 @@ mod tests {
         assert!(!a.starts_with(&SafePath::parse("/doc").unwrap()));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn accepted_paths_never_climb(raw in "/[a-z.%25/\\\\2eEfFcC0-9]{0,24}") {
+            if let Some(p) = SafePath::parse(&raw) {
+                let root = Path::new("/root");
+                let fs = p.under(root);
+                proptest::prop_assert!(fs.starts_with(root));
+                proptest::prop_assert!(fs.components().all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_))));
+                // Encoding and parsing again gives the same path.
+                proptest::prop_assert_eq!(SafePath::parse(&p.encoded()), Some(p));
+            }
+        }
+    }
+
     #[test]
     fn containment_follows_symlinks() {
         let outside = tempfile::tempdir().unwrap();
