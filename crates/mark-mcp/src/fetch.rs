@@ -477,3 +477,54 @@ fn change_note(
     }
     note
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use markdown_slice::Document;
+
+    fn id(v: &str) -> Identity {
+        Identity {
+            version: Some(v.into()),
+            etag: Some(format!("e{v}")),
+        }
+    }
+
+    #[test]
+    fn change_note_names_the_step_and_each_kind_of_change() {
+        let old = Document::parse("# T\n\n## A\n\none\n\n## B\n\ntwo\n\n## C\n\nthree\n")
+            .section_hashes();
+        let new =
+            Document::parse("# T\n\n## A\n\nONE\n\n## B\n\ntwo\n\n## D\n\nfour\n").section_hashes();
+        let note = change_note(&id("3"), &id("5"), &old, &new);
+        assert!(
+            note.starts_with("changed since your last read (v3 -> v5); sections changed: "),
+            "{note}"
+        );
+        assert!(
+            note.contains("#a") && note.ends_with("added: #d; removed: #c"),
+            "{note}"
+        );
+        assert!(!note.contains("#b"));
+        let same = change_note(&id("3"), &id("4"), &old, &old);
+        assert_eq!(same, "changed since your last read (v3 -> v4)");
+    }
+
+    #[test]
+    fn params_accept_the_documented_json() {
+        let p: FetchParams = serde_json::from_str(
+            r#"{"url": "/a.md", "mode": "outline", "anchors": ["x"], "force": true}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (p.mode, p.anchors.len(), p.force),
+            (Some(FetchMode::Outline), 1, true)
+        );
+        let p: FetchParams = serde_json::from_str(r#"{"url": "/a.md"}"#).unwrap();
+        assert_eq!((p.mode, p.force, p.cursor), (None, false, None));
+        assert!(
+            serde_json::from_str::<FetchParams>(r#"{"url": "/a.md", "mode": "everything"}"#)
+                .is_err()
+        );
+    }
+}

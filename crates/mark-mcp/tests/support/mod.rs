@@ -52,6 +52,14 @@ pub fn body(text: &str) -> &str {
     text.split_once("\n\n").map_or("", |(_, b)| b)
 }
 
+/// The JSON object of a `json!({..})` argument list (anything else: none).
+fn object(args: Value) -> Map<String, Value> {
+    match args {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
 /// One tool result: its text and whether it was a tool error.
 #[derive(Debug)]
 pub struct Reply {
@@ -93,10 +101,7 @@ impl Mcp {
 
     /// Calls a tool with JSON arguments.
     pub async fn call(&self, tool: &'static str, args: Value) -> Reply {
-        let args: Map<String, Value> = match args {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
+        let args = object(args);
         let result = self
             .client
             .call_tool(CallToolRequestParams::new(tool).with_arguments(args))
@@ -148,10 +153,7 @@ impl Mcp {
 
     /// Gets a prompt; its messages' text joined.
     pub async fn prompt(&self, name: &str, args: Value) -> String {
-        let args: Map<String, Value> = match args {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
+        let args = object(args);
         let r = self
             .client
             .get_prompt(GetPromptRequestParams::new(name).with_arguments(args))
