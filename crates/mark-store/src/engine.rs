@@ -190,10 +190,7 @@ impl Engine {
             return Err(StoreError::NotADirectory(root.to_path_buf()));
         }
         let store = Store::new(canonical, mode);
-        store.repair_links().map_err(|source| StoreError::Root {
-            path: root.to_path_buf(),
-            source,
-        })?;
+        store.repair_links();
         let name = store
             .root()
             .file_name()

@@ -480,8 +480,8 @@ impl Catalog {
             .retain(|p, _| !p.starts_with(scope) || live.contains(p));
         for (path, stamp) in &found {
             if self.docs.get(path).is_none_or(|d| d.stamp != *stamp) {
-                match store.current(path)? {
-                    Some(snap) => {
+                match store.current(path) {
+                    Ok(Some(snap)) => {
                         let doc = analyze(
                             path,
                             *stamp,
@@ -491,7 +491,13 @@ impl Catalog {
                         );
                         self.docs.insert(path.clone(), doc);
                     }
-                    None => {
+                    Ok(None) => {
+                        self.docs.remove(path);
+                        continue;
+                    }
+                    Err(e) => {
+                        // A damaged document stays out of results; VERSIONS reports it.
+                        tracing::warn!(document = %path.decoded(), error = %e, "cannot index a document");
                         self.docs.remove(path);
                         continue;
                     }

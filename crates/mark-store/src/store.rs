@@ -312,7 +312,11 @@ impl Store {
         for (name, kind) in self.folder_children(folder)? {
             match kind {
                 Child::Dir if depth < MAX_DEPTH => {
-                    self.walk_folder(&dir.child(&name, true), &folder.join(&name), depth + 1, out)?;
+                    // One unreadable folder must not hide the rest of the store.
+                    let sub = dir.child(&name, true);
+                    if let Err(e) = self.walk_folder(&sub, &folder.join(&name), depth + 1, out) {
+                        tracing::warn!(folder = %sub.decoded(), error = %e, "skipping an unreadable folder");
+                    }
                 }
                 Child::Dir => {}
                 Child::Doc(stamp) => out.push((dir.child(&name, false), stamp)),
@@ -330,7 +334,10 @@ impl Store {
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            if name.starts_with('.') {
+            // Hidden names are never served; names no request could spell
+            // (control characters, backslashes) are skipped too.
+            if name.starts_with('.') || SafePath::from_segments(vec![name.clone()], false).is_none()
+            {
                 continue;
             }
             let kind = entry.file_type()?;
@@ -382,17 +389,27 @@ impl Store {
     }
 
     /// Points every document link at its newest version (after a crash the
-    /// link can be one step behind). Costs one walk of the store.
-    pub(crate) fn repair_links(&self) -> io::Result<()> {
+    /// link can be one step behind). Costs one walk of the store. Failures
+    /// are logged, not fatal: reads never depend on the links, and a
+    /// read-only store must still open.
+    pub(crate) fn repair_links(&self) {
         if self.mode != StoreMode::Versioned {
-            return Ok(());
+            return;
         }
-        for (doc, stamp) in self.walk(&SafePath::root())? {
-            if let Some((_, link, name)) = self.versioned_parts(&doc) {
-                versioned::switch_link(&link, &name, stamp.version)?;
+        let docs = match self.walk(&SafePath::root()) {
+            Ok(docs) => docs,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot walk the store to repair document links");
+                return;
+            }
+        };
+        for (doc, stamp) in docs {
+            if let Some((_, link, name)) = self.versioned_parts(&doc)
+                && let Err(e) = versioned::switch_link(&link, &name, stamp.version)
+            {
+                tracing::warn!(document = %doc.decoded(), error = %e, "cannot repair the document link");
             }
         }
-        Ok(())
     }
 }
 

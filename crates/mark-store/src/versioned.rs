@@ -272,17 +272,26 @@ pub(crate) fn write_version(
     result
 }
 
-/// Points `doc_link` at `versions/name.v<N>` atomically (temp link + rename).
+/// Points `doc_link` at `versions/name.v<N>` atomically (temp link +
+/// rename). Anything but a symlink at that name is left alone.
+#[cfg(unix)]
 pub(crate) fn switch_link(doc_link: &Path, name: &str, n: u64) -> io::Result<()> {
     let dir = doc_link
         .parent()
         .ok_or_else(|| io::Error::other("a document link has no parent folder"))?;
     let target = Path::new(VERSIONS_DIR).join(version_file_name(name, n));
-    if fs::read_link(doc_link).is_ok_and(|t| t == target) {
-        return Ok(());
+    match fs::symlink_metadata(doc_link) {
+        Ok(m) if !m.file_type().is_symlink() => {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "a file that is not a document link stands at the document's name",
+            ));
+        }
+        _ if fs::read_link(doc_link).is_ok_and(|t| t == target) => return Ok(()),
+        _ => {}
     }
     let temp = temp_path(dir, name);
-    make_symlink(&target, &temp)?;
+    std::os::unix::fs::symlink(&target, &temp)?;
     if let Err(e) = fs::rename(&temp, doc_link) {
         let _ = fs::remove_file(&temp);
         return Err(e);
@@ -290,16 +299,10 @@ pub(crate) fn switch_link(doc_link: &Path, name: &str, n: u64) -> io::Result<()>
     sync_dir(dir)
 }
 
-#[cfg(unix)]
-fn make_symlink(target: &Path, link: &Path) -> io::Result<()> {
-    std::os::unix::fs::symlink(target, link)
-}
-
-/// Without Unix symlinks the link is only a convenience: a plain copy of
-/// the version file's path text. Reads never depend on it.
+/// Without Unix symlinks there is no document link: reads never depend on it.
 #[cfg(not(unix))]
-fn make_symlink(target: &Path, link: &Path) -> io::Result<()> {
-    fs::write(link, target.to_string_lossy().as_bytes())
+pub(crate) fn switch_link(_doc_link: &Path, _name: &str, _n: u64) -> io::Result<()> {
+    Ok(())
 }
 
 #[cfg(unix)]

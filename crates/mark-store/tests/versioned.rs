@@ -522,3 +522,35 @@ fn flat_mode_refuses_writes_and_serves_files() {
     let manifest = fetch("/.well-known/agent-manifest.md");
     assert!(manifest.text().unwrap().contains("read-only"));
 }
+
+#[test]
+fn damage_to_one_document_does_not_break_the_others() {
+    let mut s = Store::new();
+    ok(&s.publish("/good.md", "# Good\n\nfindable words\n"));
+    ok(&s.publish("/bad.md", "# Bad\n\nfindable words\n"));
+    // A damaged version file (no store frontmatter) and a plain file where bad.md's link was.
+    std::fs::write(s.dir.path().join("versions/bad.md.v1"), "garbage").unwrap();
+    std::fs::remove_file(s.dir.path().join("bad.md")).unwrap();
+    std::fs::write(s.dir.path().join("bad.md"), "a plain file").unwrap();
+    s.reopen();
+    assert_eq!(
+        std::fs::read_to_string(s.dir.path().join("bad.md")).unwrap(),
+        "a plain file",
+        "never replaced"
+    );
+    assert_eq!(s.fetch("/bad.md").status, Status::ServerError);
+    let v = s.handle(Request::new(Verb::Versions, "/bad.md"));
+    assert_eq!(v.meta("chain-valid"), Some("false"));
+    assert!(
+        v.meta("chain-error")
+            .unwrap()
+            .starts_with("v1 is unreadable")
+    );
+    let found = s.handle(Request::new(Verb::Lookup, "/").with_meta("query", "findable"));
+    assert_eq!(found.status, Status::Ok);
+    let rows = mark_proto::lookup::parse(&found.body).unwrap().rows;
+    assert_eq!(
+        rows.iter().map(|r| r.target()).collect::<Vec<_>>(),
+        ["/good.md#good"]
+    );
+}
