@@ -1,6 +1,7 @@
 //! The session cache: recently read documents, least recently used first
-//! out, bounded by the total bytes of their bodies, with the time each was
-//! last validated against the source. Pure logic: the caller passes `now`.
+//! out, bounded by their total weight in bytes, with the time each was
+//! last validated against the source. Pure logic: the caller passes `now`
+//! and the weight of each value (for a document: its body and parsed parts).
 
 use lru::LruCache;
 use std::sync::Arc;

@@ -8,7 +8,7 @@ use crate::envelope::ToolText;
 use crate::settings::Settings;
 use crate::source::Source;
 use mark_proto::{MarkUrl, Request, Response, Status, Verb};
-use markdown_slice::{Document, SectionHashes};
+use markdown_slice::{Document, Heading, Link, SectionHashes};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -24,6 +24,38 @@ pub struct CachedDoc {
     pub modified: Option<String>,
     /// Hashes of every section.
     pub hashes: Arc<SectionHashes>,
+}
+
+impl CachedDoc {
+    /// Bytes this entry holds: the body plus its parsed headings, links and
+    /// section hashes (their heap text and fixed parts), so the cache bound
+    /// counts what is really kept.
+    pub fn weight(&self) -> usize {
+        use std::mem::size_of;
+        let doc = &self.doc;
+        let headings: usize = doc
+            .headings()
+            .iter()
+            .map(|h| size_of::<Heading>() + h.text.len() + h.anchor.as_ref().map_or(0, String::len))
+            .sum();
+        let links: usize = doc
+            .links()
+            .iter()
+            .map(|l| {
+                size_of::<Link>()
+                    + l.text.len()
+                    + l.dest.len()
+                    + l.fragment.as_ref().map_or(0, String::len)
+            })
+            .sum();
+        let hashes: usize = self
+            .hashes
+            .sections
+            .iter()
+            .map(|(a, _)| a.len() + 32 + size_of::<String>())
+            .sum();
+        doc.source().len() + headings + links + hashes + size_of::<CachedDoc>()
+    }
 }
 
 /// A `url` argument resolved against the session's source.
@@ -227,7 +259,8 @@ impl Session {
             modified,
             hashes,
         };
-        Loaded::Doc(lock(&self.cache).insert(path, cached, len, now))
+        let weight = cached.weight();
+        Loaded::Doc(lock(&self.cache).insert(path, cached, weight, now))
     }
 
     /// Forgets a cached document (after a write through this session).
@@ -303,7 +336,8 @@ mod tests {
         let Loaded::Doc(first) = s.load("/small.md", t0).await else {
             panic!("small.md loads");
         };
-        assert!(s.cache_bytes_used() >= first.doc.source().len());
+        assert_eq!(s.cache_bytes_used(), first.weight());
+        assert!(first.weight() > first.doc.source().len());
         let Loaded::Doc(again) = s.load("/small.md", t0).await else {
             panic!("small.md loads again");
         };

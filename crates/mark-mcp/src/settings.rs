@@ -8,7 +8,7 @@ use std::time::Duration;
 pub struct Settings {
     /// A body (or section) at or above this many bytes comes as an outline in auto mode.
     pub outline_threshold: usize,
-    /// Total bytes of document bodies the session cache keeps.
+    /// Bytes the session cache keeps (document bodies and their parsed parts).
     pub cache_bytes: usize,
     /// A cached document validated this recently is served without a request.
     pub fresh_for: Duration,
