@@ -18,7 +18,10 @@ fuzz_target!(|bytes: &[u8]| {
         }
     }
     if let Ok(entries) = list::parse(bytes) {
-        assert_eq!(list::parse(list::write(&entries).as_bytes()).ok(), Some(entries));
+        assert_eq!(
+            list::parse(list::write(&entries).as_bytes()).ok(),
+            Some(entries)
+        );
     }
     if let Ok(entries) = versions::parse(bytes)
         && let Ok(text) = versions::write(&entries)

@@ -10,5 +10,8 @@ fuzz_target!(|text: &str| {
         .with_meta("value", text)
         .with_body(text.as_bytes().to_vec());
     let bytes = resp.encode().expect("a valid key and any value encode");
-    assert_eq!(Response::parse(&bytes).expect("what was encoded parses"), resp);
+    assert_eq!(
+        Response::parse(&bytes).expect("what was encoded parses"),
+        resp
+    );
 });
