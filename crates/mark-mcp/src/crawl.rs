@@ -1,0 +1,506 @@
+//! The session's link graph and the bounded crawl that fills it.
+//!
+//! One [`SessionGraph`] per session holds a `link_graph::LinkGraph` behind a
+//! lock. It is filled two ways: by every document the session fetches (the
+//! session calls [`SessionGraph::index`]) and by a crawl of the source from
+//! its root, driven here around `link_graph::CrawlPlan`: LIST recursion plus
+//! conditional FETCH, many requests in flight, bounded by documents, bytes
+//! and time. The crawl runs in a background task; a card waits for it at most
+//! [`CrawlSettings::wait`], reporting progress and watching cancellation
+//! through a [`CrawlWatcher`].
+//!
+//! It is not the planner (link-graph decides what to request next) nor a body
+//! cache: crawled bodies are parsed for their links and dropped.
+
+use crate::source::{Source, SourceError};
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use link_graph::{
+    Backlink, Coverage, CrawlLimits, CrawlOutcome, CrawlPlan, CrawlStep, LinkGraph, UpdateOutcome,
+};
+use mark_proto::{Request, Response, Status, Verb};
+use markdown_slice::Document;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::{Notify, watch};
+
+/// Entries asked for per LIST page (the protocol's cap).
+const LIST_PAGE: &str = "1000";
+
+/// The least time between two progress notifications of one waiting call.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// Bounds and timing of the crawl (command-line options `--crawl-*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CrawlSettings {
+    /// Documents, bytes, total time and requests in flight of one crawl.
+    pub limits: CrawlLimits,
+    /// How long a card waits for an unfinished crawl before it answers with
+    /// the graph as it is (the crawl goes on in the background).
+    pub wait: Duration,
+    /// Crawl as soon as the session starts rather than at the first card.
+    pub at_start: bool,
+}
+
+impl Default for CrawlSettings {
+    fn default() -> CrawlSettings {
+        CrawlSettings {
+            limits: CrawlLimits {
+                max_documents: 5_000,
+                max_bytes: 64 * 1024 * 1024,
+                time_budget: Duration::from_secs(60),
+                max_in_flight: 16,
+            },
+            wait: Duration::from_secs(10),
+            at_start: false,
+        }
+    }
+}
+
+/// Where the session's crawl stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CrawlState {
+    /// No crawl was started (or the last one was stopped before its end).
+    Idle,
+    /// A crawl is running.
+    Running,
+    /// The last crawl ended: within its bounds or at one of them.
+    Done(CrawlOutcome),
+}
+
+/// A snapshot of the crawl, as progress notifications report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrawlProgress {
+    /// Documents the crawl has fetched (or found unchanged) so far.
+    pub fetched: usize,
+    /// Documents the crawl's listings have named so far.
+    pub listed: usize,
+    /// Requests that failed so far.
+    pub failures: usize,
+    /// The first failure, as one clause (`LIST /private/ answered unauthorized`).
+    pub first_failure: Option<String>,
+    /// Running, finished, or not started.
+    pub state: CrawlState,
+}
+
+impl CrawlProgress {
+    fn idle() -> CrawlProgress {
+        CrawlProgress {
+            fetched: 0,
+            listed: 0,
+            failures: 0,
+            first_failure: None,
+            state: CrawlState::Idle,
+        }
+    }
+
+    /// One line for a progress notification.
+    pub fn message(&self) -> String {
+        format!(
+            "link graph: {} of {} listed documents read",
+            self.fetched, self.listed
+        )
+    }
+}
+
+/// What a waiting call is told and what may interrupt it: the MCP adapter
+/// sends progress notifications and watches the request's cancellation; the
+/// CLI watches nothing ([`Unwatched`]).
+pub trait CrawlWatcher: Send + Sync {
+    /// Called when the crawl made progress (at most every 100 ms).
+    fn progress(&self, progress: &CrawlProgress) -> BoxFuture<'_, ()>;
+    /// Completes when the caller gave up.
+    fn cancelled(&self) -> BoxFuture<'_, ()>;
+}
+
+/// A watcher that reports nothing and is never cancelled.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unwatched;
+
+impl CrawlWatcher for Unwatched {
+    fn progress(&self, _: &CrawlProgress) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+    fn cancelled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// How a wait for the crawl ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// No crawl is running (it ended, or none was started).
+    Settled,
+    /// The wait ran out while the crawl goes on.
+    TimedOut,
+    /// The caller was cancelled.
+    Cancelled,
+}
+
+struct Shared {
+    graph: RwLock<LinkGraph>,
+    source: Arc<dyn Source>,
+    settings: CrawlSettings,
+    progress: watch::Sender<CrawlProgress>,
+    /// The stop signal of the running crawl, if one runs.
+    running: Mutex<Option<Arc<Notify>>>,
+}
+
+/// The link graph of one session and its crawl: see the module documentation.
+#[derive(Clone)]
+pub struct SessionGraph {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for SessionGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionGraph")
+            .field("settings", &self.shared.settings)
+            .field("progress", &*self.shared.progress.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    // The graph stays consistent after every single operation, so a poisoned
+    // lock (a panic elsewhere) still holds a usable graph.
+    fn read(&self) -> RwLockReadGuard<'_, LinkGraph> {
+        self.graph.read().unwrap_or_else(|e| e.into_inner())
+    }
+    fn write(&self) -> RwLockWriteGuard<'_, LinkGraph> {
+        self.graph.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Whether `path` names a current markdown document (not `/doc.md/v2`, not a folder).
+fn is_document_path(path: &str) -> bool {
+    path.rsplit('/')
+        .next()
+        .is_some_and(|name| name.len() > 3 && name.to_ascii_lowercase().ends_with(".md"))
+}
+
+impl SessionGraph {
+    /// An empty graph over `source`; no crawl runs yet.
+    pub fn new(source: Arc<dyn Source>, settings: CrawlSettings) -> SessionGraph {
+        SessionGraph {
+            shared: Arc::new(Shared {
+                graph: RwLock::new(LinkGraph::new()),
+                source,
+                settings,
+                progress: watch::Sender::new(CrawlProgress::idle()),
+                running: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The crawl's settings.
+    pub fn settings(&self) -> &CrawlSettings {
+        &self.shared.settings
+    }
+
+    /// Where the crawl stands now.
+    pub fn progress(&self) -> CrawlProgress {
+        self.shared.progress.borrow().clone()
+    }
+
+    /// Starts a crawl in the background unless one is running or one has
+    /// ended (a stopped crawl is started again). Returns whether this call
+    /// started it. Must be called inside a tokio runtime.
+    pub fn start(&self) -> bool {
+        let mut running = lock(&self.shared.running);
+        if running.is_some() || matches!(self.progress().state, CrawlState::Done(_)) {
+            return false;
+        }
+        let stop = Arc::new(Notify::new());
+        *running = Some(Arc::clone(&stop));
+        self.shared.progress.send_modify(|p| {
+            *p = CrawlProgress {
+                state: CrawlState::Running,
+                ..CrawlProgress::idle()
+            }
+        });
+        let shared = Arc::clone(&self.shared);
+        tokio::spawn(async move {
+            let outcome = crawl(&shared, &stop, &Instant::now).await;
+            *lock(&shared.running) = None;
+            shared.progress.send_modify(|p| {
+                p.state = match outcome {
+                    Some(o) => CrawlState::Done(o),
+                    None => CrawlState::Idle,
+                }
+            });
+        });
+        true
+    }
+
+    /// Stops the running crawl, if any: requests in flight are dropped, the
+    /// graph keeps what it has and stays partial; the next [`Self::start`]
+    /// crawls again (conditional FETCHes make that cheap).
+    pub fn stop(&self) {
+        if let Some(stop) = lock(&self.shared.running).as_ref() {
+            stop.notify_one();
+        }
+    }
+
+    /// Waits until no crawl is running, for at most `at_most`, telling
+    /// `watcher` the progress and giving up when it is cancelled.
+    pub async fn wait(&self, at_most: Duration, watcher: &dyn CrawlWatcher) -> Waited {
+        let mut rx = self.shared.progress.subscribe();
+        let deadline = tokio::time::Instant::now() + at_most;
+        let mut last_sent: Option<tokio::time::Instant> = None;
+        loop {
+            let progress = rx.borrow_and_update().clone();
+            if progress.state != CrawlState::Running {
+                return Waited::Settled;
+            }
+            let now = tokio::time::Instant::now();
+            if last_sent.is_none_or(|at| now.duration_since(at) >= PROGRESS_EVERY) {
+                watcher.progress(&progress).await;
+                last_sent = Some(now);
+            }
+            tokio::select! {
+                changed = rx.changed() => {
+                    if changed.is_err() {
+                        return Waited::Settled;
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => return Waited::TimedOut,
+                () = watcher.cancelled() => return Waited::Cancelled,
+            }
+        }
+    }
+
+    /// Adds (or, with a new etag, replaces) the outbound links of a document
+    /// the session read. Pinned versions and non-documents are left out;
+    /// without an etag the body's hash stands in.
+    pub fn index<S: AsRef<str>>(&self, path: &str, etag: Option<&str>, doc: &Document<S>) {
+        if !is_document_path(path) {
+            return;
+        }
+        let hash;
+        let etag = match etag {
+            Some(e) => e,
+            None => {
+                hash = blake3::hash(doc.source().as_bytes()).to_hex();
+                hash.as_str()
+            }
+        };
+        if let Err(e) = self.shared.write().index_document(path, etag, doc) {
+            tracing::debug!(path, error = %e, "not indexed in the link graph");
+        }
+    }
+
+    /// Forgets a document that answered `not-found` or `archived`.
+    pub fn forget(&self, path: &str) {
+        self.shared.write().remove(path);
+    }
+
+    /// The links into `path` and how complete the graph is.
+    pub fn backlinks(&self, path: &str) -> (Vec<Backlink>, Coverage) {
+        let graph = self.shared.read();
+        (graph.backlinks(path), graph.coverage())
+    }
+
+    /// The title `path` was indexed with.
+    pub fn title(&self, path: &str) -> Option<String> {
+        self.shared.read().title(path).map(str::to_string)
+    }
+}
+
+/// The request for one step: LIST paged, FETCH conditional on the etag the
+/// graph holds.
+fn request_for(step: &CrawlStep, etag: Option<&str>) -> Request {
+    match step {
+        CrawlStep::List { dir, cursor } => {
+            let req = Request::new(Verb::List, dir.as_str()).with_meta("page-size", LIST_PAGE);
+            match cursor {
+                Some(c) => req.with_meta("cursor", c.as_str()),
+                None => req,
+            }
+        }
+        CrawlStep::Fetch { path } => {
+            let req = Request::new(Verb::Fetch, path.as_str());
+            match etag {
+                Some(e) => req.with_meta("if-none-match", e),
+                None => req,
+            }
+        }
+    }
+}
+
+/// Runs one crawl to its end (`Some(outcome)`) or until `stop` is notified
+/// (`None`). `clock` gives the time the plan's deadline is checked against.
+async fn crawl(
+    shared: &Shared,
+    stop: &Notify,
+    clock: &(dyn Fn() -> Instant + Sync),
+) -> Option<CrawlOutcome> {
+    let mut plan = match CrawlPlan::new("/", shared.settings.limits, clock()) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!(error = %e, "crawl not started");
+            return None;
+        }
+    };
+    let mut in_flight = FuturesUnordered::new();
+    loop {
+        while let Some(step) = plan.next_step(clock()) {
+            let req = match &step {
+                CrawlStep::Fetch { path } => request_for(&step, shared.read().etag(path)),
+                CrawlStep::List { .. } => request_for(&step, None),
+            };
+            let source = Arc::clone(&shared.source);
+            in_flight.push(async move {
+                let answer = source.send(req).await;
+                (step, answer)
+            });
+        }
+        let answered = tokio::select! {
+            answered = in_flight.next() => answered,
+            () = stop.notified() => return None,
+        };
+        let Some((step, answer)) = answered else {
+            break;
+        };
+        let reported = report(shared, &mut plan, &step, answer);
+        let failures = plan.outcome().failures;
+        shared.progress.send_modify(|p| {
+            p.fetched += usize::from(reported.fetched);
+            p.listed += reported.listed;
+            p.failures = failures;
+            if p.first_failure.is_none() {
+                p.first_failure = reported.failure;
+            }
+        });
+    }
+    let outcome = plan.outcome();
+    if outcome.complete {
+        shared.write().mark_complete();
+    }
+    Some(outcome)
+}
+
+/// What one answered step added to the crawl's progress.
+#[derive(Debug, Default)]
+struct Reported {
+    fetched: bool,
+    listed: usize,
+    failure: Option<String>,
+}
+
+impl Reported {
+    fn failed(what: String) -> Reported {
+        Reported {
+            failure: Some(what),
+            ..Reported::default()
+        }
+    }
+}
+
+/// Feeds one answer to the plan and the graph.
+fn report(
+    shared: &Shared,
+    plan: &mut CrawlPlan,
+    step: &CrawlStep,
+    answer: Result<Response, SourceError>,
+) -> Reported {
+    let reported = match (step, answer) {
+        (_, Err(e)) => Err(format!("{} failed: {e}", describe(step))),
+        (CrawlStep::List { dir, .. }, Ok(resp)) => listed(shared, plan, dir, &resp),
+        (CrawlStep::Fetch { path }, Ok(resp)) => fetched(shared, plan, path, resp),
+    };
+    match reported {
+        Ok(r) => r,
+        Err(failure) => {
+            if let Err(e) = plan.on_failed(step) {
+                tracing::warn!(error = %e, "crawl bookkeeping");
+            }
+            Reported::failed(failure)
+        }
+    }
+}
+
+fn describe(step: &CrawlStep) -> String {
+    match step {
+        CrawlStep::List { dir, .. } => format!("LIST {dir}"),
+        CrawlStep::Fetch { path } => format!("FETCH {path}"),
+    }
+}
+
+fn listed(
+    shared: &Shared,
+    plan: &mut CrawlPlan,
+    dir: &str,
+    resp: &Response,
+) -> Result<Reported, String> {
+    if resp.status != Status::Ok {
+        return Err(format!("LIST {dir} answered {}", resp.status.as_str()));
+    }
+    let entries = mark_proto::list::parse(&resp.body)
+        .map_err(|e| format!("LIST {dir} gave a malformed listing ({e})"))?;
+    let next = (resp.meta("complete") == Some("false"))
+        .then(|| resp.meta("next-cursor").map(str::to_string))
+        .flatten();
+    let found = plan
+        .on_listed(dir, entries, next)
+        .map_err(|e| e.to_string())?;
+    let mut graph = shared.write();
+    for path in &found {
+        if let Err(e) = graph.note_discovered(path) {
+            tracing::debug!(path, error = %e, "listed name left out of the graph");
+        }
+    }
+    Ok(Reported {
+        listed: found.len(),
+        ..Reported::default()
+    })
+}
+
+fn fetched(
+    shared: &Shared,
+    plan: &mut CrawlPlan,
+    path: &str,
+    resp: Response,
+) -> Result<Reported, String> {
+    let bytes = match resp.status {
+        Status::Ok => {
+            let etag = resp
+                .meta("etag")
+                .or_else(|| resp.meta("content-hash"))
+                .map(str::to_string)
+                .unwrap_or_else(|| blake3::hash(&resp.body).to_hex().to_string());
+            let len = resp.body.len() as u64;
+            let mut graph = shared.write();
+            // A body that is not UTF-8 is indexed with no links, so the
+            // graph counts it as read.
+            let indexed = match std::str::from_utf8(&resp.body) {
+                Ok(text) if graph.etag(path) != Some(etag.as_str()) => {
+                    drop(graph);
+                    let doc = Document::parse(text);
+                    shared.write().index_document(path, &etag, &doc)
+                }
+                Ok(_) => Ok(UpdateOutcome::Unchanged),
+                Err(_) => graph.update(path, &etag, None, []),
+            };
+            if let Err(e) = indexed {
+                tracing::debug!(path, error = %e, "crawled document not indexed");
+            }
+            len
+        }
+        Status::NotModified => 0,
+        Status::NotFound | Status::Archived => {
+            shared.write().remove(path);
+            0
+        }
+        other => return Err(format!("FETCH {path} answered {}", other.as_str())),
+    };
+    plan.on_fetched(path, bytes).map_err(|e| e.to_string())?;
+    Ok(Reported {
+        fetched: true,
+        ..Reported::default()
+    })
+}

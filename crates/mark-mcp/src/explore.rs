@@ -1,0 +1,741 @@
+//! `mark_explore`: one small card that orients an agent in a document — its
+//! outline, opening paragraph, outbound links, backlinks and siblings — so
+//! that the next call can fetch the one section it needs.
+//!
+//! The document FETCH (through the session cache, like `mark_fetch`), the
+//! parent LIST and the link-graph query run concurrently. Only the document's
+//! own FETCH can fail the call: a failing LIST or an unbuilt graph becomes a
+//! one-line note in its section. Each section shows at most
+//! [`CARD_LINES`] lines; one that overflows ends with `+N more: cursor "…"`,
+//! and that cursor (a section name and an offset) asks for the next page of
+//! just that section.
+
+use crate::crawl::{CrawlProgress, CrawlState, CrawlWatcher, Unwatched, Waited};
+use crate::dedup::Slice;
+use crate::envelope::{ToolText, size_line};
+use crate::fetch::change_note;
+use crate::list::{NAME, entry_path};
+use crate::session::{CachedDoc, Loaded, Session};
+use futures::future::BoxFuture;
+use link_graph::{Backlink, Coverage};
+use mark_proto::list::ListEntry;
+use mark_proto::{Request, Status, Verb};
+use markdown_slice::{OutlineEntry, OutlineOptions, Target};
+use percent_encoding::utf8_percent_encode;
+use rmcp::RoleServer;
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::service::RequestContext;
+use serde::Deserialize;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Lines per section on the card, the `+N more` line included.
+pub const CARD_LINES: usize = 10;
+/// Lines per page when a cursor asks for more of one section.
+pub const PAGE_LINES: usize = 25;
+/// Bytes of a page of one section.
+const PAGE_BYTES: usize = 4000;
+/// Byte budgets of the card's parts: together with the headings and the
+/// last line they keep the whole card under 2 KB.
+const OUTLINE_BYTES: usize = 400;
+const OPENING_BYTES: usize = 220;
+const LINKS_BYTES: usize = 330;
+const BACKLINKS_BYTES: usize = 330;
+const SIBLINGS_BYTES: usize = 220;
+const TITLE_BYTES: usize = 80;
+/// Link texts and titles inside list lines are cut to this many bytes.
+const LABEL_BYTES: usize = 40;
+/// Entries asked for when listing the parent folder.
+const LIST_PAGE: usize = 1000;
+
+/// Parameters of `mark_explore` (and of the `explore` verb).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
+pub struct ExploreParams {
+    /// /path or mark://host/path of a document.
+    pub url: String,
+    /// From a "+N more" line: the next page of that section.
+    #[arg(long)]
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// A card section that can be paged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Outline,
+    Links,
+    Backlinks,
+    Siblings,
+}
+
+impl Part {
+    fn name(self) -> &'static str {
+        match self {
+            Part::Outline => "outline",
+            Part::Links => "links",
+            Part::Backlinks => "backlinks",
+            Part::Siblings => "siblings",
+        }
+    }
+}
+
+/// `backlinks.20`: a section and the offset of the next line to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cursor {
+    part: Part,
+    offset: usize,
+}
+
+impl Cursor {
+    fn parse(s: &str) -> Option<Cursor> {
+        let (name, offset) = s.trim().split_once('.')?;
+        let part = [Part::Outline, Part::Links, Part::Backlinks, Part::Siblings]
+            .into_iter()
+            .find(|p| p.name() == name)?;
+        Some(Cursor {
+            part,
+            offset: offset.parse().ok()?,
+        })
+    }
+
+    fn encode(self) -> String {
+        format!("{}.{}", self.part.name(), self.offset)
+    }
+}
+
+/// The card for `params.url` (or, with a cursor, one page of one section).
+pub async fn explore(session: &Session, params: ExploreParams, now: Instant) -> ToolText {
+    explore_watched(session, params, now, &Unwatched).await
+}
+
+/// [`explore`], telling `watcher` the crawl's progress while the card waits
+/// for the link graph, and giving up when it is cancelled (a crawl this call
+/// started stops too).
+pub async fn explore_watched(
+    session: &Session,
+    params: ExploreParams,
+    now: Instant,
+    watcher: &dyn CrawlWatcher,
+) -> ToolText {
+    let target = match session.resolve(&params.url) {
+        Ok(t) => t,
+        Err(e) => return ToolText::error(e),
+    };
+    let path = target.path;
+    if path.ends_with('/') {
+        return ToolText::error(format!(
+            "{path} is a folder; explore a document in it (mark_list {path} names them)"
+        ));
+    }
+    let cursor = match params
+        .cursor
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+    {
+        None => None,
+        Some(c) => match Cursor::parse(c) {
+            Some(c) => Some(c),
+            None => {
+                return ToolText::error(format!(
+                    "cursor `{c}` is not one mark_explore gave; explore {path} again without a cursor"
+                ));
+            }
+        },
+    };
+    match cursor {
+        None => card(session, &path, now, watcher).await,
+        Some(c) => page(session, &path, c, now, watcher).await,
+    }
+}
+
+/// The folder holding `path`, with a trailing `/`.
+fn parent_dir(path: &str) -> &str {
+    path.rfind('/').map_or("/", |i| &path[..=i])
+}
+
+/// `path` as a link target: each segment percent-encoded as `mark_list` writes names.
+fn display_path(path: &str) -> String {
+    path.split('/')
+        .map(|seg| utf8_percent_encode(seg, NAME).to_string())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Cuts `text` to one line of at most `max` bytes, marking a cut with `…`.
+fn label(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.len() <= max {
+        return line;
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", line[..end].trim_end())
+}
+
+/// How many of `lines` fit in `max_lines` and `max_bytes` (line breaks
+/// counted). The first line always does, so one long line cannot hide a
+/// whole section.
+fn fitting(lines: &[String], max_lines: usize, max_bytes: usize) -> usize {
+    let mut bytes = 0;
+    let mut kept = 0;
+    for line in lines {
+        if kept > 0 && (kept >= max_lines || bytes + line.len() + 1 > max_bytes) {
+            break;
+        }
+        bytes += line.len() + 1;
+        kept += 1;
+    }
+    kept
+}
+
+/// Lines `offset..` of a section, as many as fit in `max_lines` (the
+/// overflow line included) and `max_bytes`, then `+N more: cursor "…"`.
+fn fit(lines: &[String], part: Part, offset: usize, max_lines: usize, max_bytes: usize) -> String {
+    let rest = lines.get(offset..).unwrap_or_default();
+    let mut kept = fitting(rest, max_lines, max_bytes);
+    if kept < rest.len() {
+        kept = fitting(rest, max_lines.saturating_sub(1), max_bytes);
+    }
+    let mut out: String = rest[..kept].iter().map(|l| format!("{l}\n")).collect();
+    let left = rest.len() - kept;
+    if left > 0 {
+        let next = Cursor {
+            part,
+            offset: offset + kept,
+        };
+        out.push_str(&format!("+{left} more: cursor \"{}\"\n", next.encode()));
+    }
+    out
+}
+
+/// A listing of the parent folder, or why there is none.
+type Listing = Result<(Vec<ListEntry>, bool), String>;
+
+async fn list_parent(session: &Session, dir: &str) -> Listing {
+    let req = Request::new(Verb::List, dir).with_meta("page-size", LIST_PAGE.to_string());
+    let resp = session.send(req).await.map_err(|t| t.text)?;
+    if resp.status != Status::Ok {
+        let message = resp.error_message();
+        let message = message.lines().next().unwrap_or("").trim();
+        return Err(if message.is_empty() {
+            format!("LIST {dir} answered {}", resp.status.as_str())
+        } else {
+            format!(
+                "LIST {dir} answered {}: {}",
+                resp.status.as_str(),
+                label(message, 120)
+            )
+        });
+    }
+    let entries = mark_proto::list::parse(&resp.body)
+        .map_err(|e| format!("the listing of {dir} is malformed ({e})"))?;
+    let complete = resp.meta("complete") != Some("false");
+    Ok((entries, complete))
+}
+
+/// The graph as a card sees it: the backlinks, the coverage, and the crawl's state.
+struct GraphView {
+    backlinks: Vec<Backlink>,
+    coverage: Coverage,
+    progress: CrawlProgress,
+}
+
+/// Starts the crawl if it is not running or done, waits for it within the
+/// session's bound, and reads `path`'s backlinks. `None`: cancelled.
+async fn graph_view(
+    session: &Session,
+    path: &str,
+    watcher: &dyn CrawlWatcher,
+) -> Option<GraphView> {
+    let graph = session.graph();
+    let started = graph.start();
+    let waited = graph.wait(graph.settings().wait, watcher).await;
+    if waited == Waited::Cancelled {
+        if started {
+            graph.stop();
+        }
+        return None;
+    }
+    let (backlinks, coverage) = graph.backlinks(path);
+    Some(GraphView {
+        backlinks,
+        coverage,
+        progress: graph.progress(),
+    })
+}
+
+/// The `## Backlinks …` heading and one line per linking document: its
+/// first section holding a link here, and how many more sections link.
+fn backlink_lines(view: &GraphView) -> (String, Vec<String>) {
+    let mut lines = Vec::new();
+    let mut rest = view.backlinks.as_slice();
+    while let Some(first) = rest.first() {
+        let same = rest.iter().take_while(|b| b.source == first.source).count();
+        let name = first
+            .source_title
+            .as_deref()
+            .unwrap_or_else(|| first.source.rsplit('/').next().unwrap_or(&first.source));
+        let section = first
+            .section
+            .as_deref()
+            .map(|s| format!("#{s}"))
+            .unwrap_or_default();
+        let more = match same - 1 {
+            0 => String::new(),
+            1 => " (+1 section)".to_string(),
+            n => format!(" (+{n} sections)"),
+        };
+        lines.push(format!(
+            "- [{}]({}{section}){more}",
+            label(name, LABEL_BYTES),
+            display_path(&first.source)
+        ));
+        rest = &rest[same..];
+    }
+    let heading = format!("## Backlinks {}", view.coverage.backlinks_note(lines.len()));
+    (heading, lines)
+}
+
+/// A one-line note on the crawl when it did not end cleanly.
+fn crawl_note(progress: &CrawlProgress) -> Option<String> {
+    let stopped = match &progress.state {
+        CrawlState::Done(o) => o.stopped.map(|s| format!("crawl stopped: {s}")),
+        CrawlState::Running => Some(format!(
+            "crawl still running: {} of {} listed documents read",
+            progress.fetched, progress.listed
+        )),
+        CrawlState::Idle => None,
+    };
+    let failed = progress.first_failure.as_ref().map(|f| {
+        format!(
+            "{} crawl request{} failed, first: {}",
+            progress.failures,
+            if progress.failures == 1 { "" } else { "s" },
+            label(f, 100)
+        )
+    });
+    match (stopped, failed) {
+        (None, None) => None,
+        (Some(a), None) | (None, Some(a)) => Some(format!("({a})")),
+        (Some(a), Some(b)) => Some(format!("({a}; {b})")),
+    }
+}
+
+/// Outbound links in card order: internal (resolved, anchors kept) then
+/// external, deduplicated by target, images and links to the document itself left out.
+fn link_lines(path: &str, cached: &CachedDoc) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut internal = Vec::new();
+    let mut external = Vec::new();
+    for link in cached.doc.links().iter().filter(|l| !l.is_image) {
+        let (target, is_internal) = match link.resolve(path) {
+            Target::Internal { path: p, .. } if p == path => continue,
+            Target::Internal { path: p, fragment } => {
+                let anchor = fragment.map(|f| format!("#{f}")).unwrap_or_default();
+                (format!("{}{anchor}", display_path(&p)), true)
+            }
+            Target::External(url) => (url, false),
+        };
+        if !seen.insert(target.clone()) {
+            continue;
+        }
+        let text = if link.text.trim().is_empty() {
+            target.clone()
+        } else {
+            link.text.clone()
+        };
+        let line = format!("- [{}]({target})", label(&text, LABEL_BYTES));
+        if is_internal {
+            internal.push(line);
+        } else {
+            external.push(line);
+        }
+    }
+    internal.extend(external);
+    internal
+}
+
+/// The siblings of `path` in its folder listing (itself left out), folders
+/// with a trailing `/`, documents with their title when the graph has it.
+fn sibling_lines(session: &Session, dir: &str, path: &str, entries: &[ListEntry]) -> Vec<String> {
+    let graph = session.graph();
+    entries
+        .iter()
+        .filter(|e| e.is_dir || format!("{dir}{}", e.name) != path)
+        .map(|e| {
+            let name = entry_path("", e);
+            match (e.is_dir, graph.title(&format!("{dir}{}", e.name))) {
+                (false, Some(title)) => format!("- {name}: {}", label(&title, LABEL_BYTES)),
+                _ => format!("- {name}"),
+            }
+        })
+        .collect()
+}
+
+fn siblings_heading(dir: &str, listing: &Listing, count: usize) -> String {
+    match listing {
+        Ok((_, true)) => format!("## Siblings in {} ({count})", display_path(dir)),
+        Ok((_, false)) => format!(
+            "## Siblings in {} ({count}+, listing paged)",
+            display_path(dir)
+        ),
+        Err(_) => format!("## Siblings in {}", display_path(dir)),
+    }
+}
+
+/// The document's headings as outline lines (`- Text (#anchor, ~N tok)`,
+/// indented by depth), a lone top heading (the title) left out.
+fn outline_entries(cached: &CachedDoc) -> Vec<OutlineEntry> {
+    let all = cached.doc.outline(&OutlineOptions {
+        max_lines: usize::MAX,
+        max_bytes: usize::MAX,
+    });
+    let mut entries: Vec<OutlineEntry> = all.entries;
+    let tops = entries
+        .iter()
+        .filter(|e| matches!(e, OutlineEntry::Heading { depth: 0, .. }))
+        .count();
+    if tops == 1
+        && entries.len() > 1
+        && matches!(entries[0], OutlineEntry::Heading { depth: 0, .. })
+    {
+        entries.remove(0);
+    }
+    let base = entries.iter().map(entry_depth).min().unwrap_or(0);
+    for e in &mut entries {
+        if let OutlineEntry::Heading { depth, .. } = e {
+            *depth -= base;
+        }
+    }
+    entries
+}
+
+fn entry_depth(e: &OutlineEntry) -> usize {
+    match e {
+        OutlineEntry::Heading { depth, .. } | OutlineEntry::Collapsed { depth, .. } => *depth,
+        OutlineEntry::More { .. } => 0,
+    }
+}
+
+/// The outline section: the shallowest level first, then each deeper level
+/// while the whole level still fits (all H2s before any H3).
+fn outline_text(cached: &CachedDoc) -> String {
+    let entries = outline_entries(cached);
+    if entries.is_empty() {
+        return "(no headings)\n".to_string();
+    }
+    let lines: Vec<(usize, String)> = entries
+        .iter()
+        .map(|e| (entry_depth(e), e.to_string()))
+        .collect();
+    let room = CARD_LINES - 1;
+    let fits = |depth: usize| {
+        let shown = lines.iter().filter(|(d, _)| *d <= depth);
+        let (count, bytes) = shown.fold((0, 0), |(n, b), (_, l)| (n + 1, b + l.len() + 1));
+        count <= room && bytes <= OUTLINE_BYTES
+    };
+    let max_depth = lines.iter().map(|(d, _)| *d).max().unwrap_or(0);
+    let shown: Vec<String> = match (0..=max_depth).rev().find(|&d| fits(d)) {
+        Some(depth) => lines
+            .iter()
+            .filter(|(d, _)| *d <= depth)
+            .map(|(_, l)| l.clone())
+            .collect(),
+        None => lines
+            .iter()
+            .filter(|(d, _)| *d == 0)
+            .map(|(_, l)| l.clone())
+            .collect(),
+    };
+    let folded = lines.len() - shown.len();
+    if folded == 0 {
+        return fit(&shown, Part::Outline, 0, CARD_LINES, OUTLINE_BYTES);
+    }
+    // What did not fit is paged from the first heading: the whole outline in order.
+    let kept = fitting(&shown, room, OUTLINE_BYTES);
+    let mut out: String = shown[..kept].iter().map(|l| format!("{l}\n")).collect();
+    let cursor = Cursor {
+        part: Part::Outline,
+        offset: 0,
+    };
+    out.push_str(&format!(
+        "+{} more headings: cursor \"{}\" lists all {}\n",
+        lines.len() - kept,
+        cursor.encode(),
+        lines.len()
+    ));
+    out
+}
+
+/// Every heading in document order, indented by level, for paging.
+fn outline_lines(cached: &CachedDoc) -> Vec<String> {
+    outline_entries(cached)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// The header lines every card and page starts with.
+fn header(cached: &CachedDoc) -> ToolText {
+    let doc = &cached.doc;
+    let tags = doc
+        .frontmatter()
+        .map(|f| f.tags.join(", "))
+        .filter(|t| !t.is_empty());
+    ToolText::new("ok")
+        .with_opt("version", cached.identity.version.clone())
+        .with_opt("title", doc.title().map(|t| label(t, TITLE_BYTES)))
+        .with("size", size_line(doc.source()))
+        .with_opt("tags", tags.map(|t| label(&t, TITLE_BYTES)))
+}
+
+async fn card(session: &Session, path: &str, now: Instant, watcher: &dyn CrawlWatcher) -> ToolText {
+    let dir = parent_dir(path);
+    let (loaded, listing, view) = tokio::join!(
+        session.load(path, now),
+        list_parent(session, dir),
+        graph_view(session, path, watcher),
+    );
+    let cached = match loaded {
+        Loaded::Doc(d) => d,
+        Loaded::Answer(t) => return t,
+    };
+    let Some(view) = view else {
+        return ToolText::error("explore was cancelled; call it again to go on");
+    };
+    let note = delivery_note(session, path, &cached, now);
+
+    let mut text = format!("## Outline\n{}", outline_text(&cached));
+    let opening = cached.doc.opening_paragraph(OPENING_BYTES).trim();
+    text.push_str("\n## Opening\n");
+    text.push_str(if opening.is_empty() {
+        "(no opening paragraph)"
+    } else {
+        opening
+    });
+    text.push('\n');
+
+    let links = link_lines(path, &cached);
+    text.push_str(&format!("\n## Outbound links ({})\n", links.len()));
+    text.push_str(&fit(&links, Part::Links, 0, CARD_LINES, LINKS_BYTES));
+
+    let (heading, lines) = backlink_lines(&view);
+    text.push_str(&format!("\n{heading}\n"));
+    let note_line = crawl_note(&view.progress);
+    let room = CARD_LINES - usize::from(note_line.is_some());
+    text.push_str(&fit(&lines, Part::Backlinks, 0, room, BACKLINKS_BYTES));
+    if let Some(n) = note_line {
+        text.push_str(&n);
+        text.push('\n');
+    }
+
+    let siblings = match &listing {
+        Ok((entries, _)) => sibling_lines(session, dir, path, entries),
+        Err(_) => Vec::new(),
+    };
+    text.push_str(&format!(
+        "\n{}\n",
+        siblings_heading(dir, &listing, siblings.len())
+    ));
+    match &listing {
+        Ok(_) => text.push_str(&fit(
+            &siblings,
+            Part::Siblings,
+            0,
+            CARD_LINES,
+            SIBLINGS_BYTES,
+        )),
+        Err(e) => text.push_str(&format!("(not listed: {})\n", label(e, 160))),
+    }
+
+    text.push_str(&format!(
+        "\nRead a section: mark_fetch \"{}#anchor\". More of a section: mark_explore with its cursor.\n",
+        display_path(path)
+    ));
+    header(&cached).with_opt("note", note).with_text(text)
+}
+
+/// Records the card as a delivery of the document's outline (never of its
+/// body, so a later fetch still delivers the text) and says what changed
+/// since this session last read the document.
+fn delivery_note(
+    session: &Session,
+    path: &str,
+    cached: &CachedDoc,
+    now: Instant,
+) -> Option<String> {
+    let mut log = session.log();
+    let note = match log.check(path, &Slice::Body, &cached.identity, true, now) {
+        crate::dedup::Decision::Deliver {
+            changed_from: Some((old, hashes)),
+        } => Some(change_note(&old, &cached.identity, &hashes, &cached.hashes)),
+        _ => None,
+    };
+    log.record(
+        path,
+        None,
+        &cached.identity,
+        Arc::clone(&cached.hashes),
+        now,
+    );
+    note
+}
+
+/// One page of one section, from the cursor's offset.
+async fn page(
+    session: &Session,
+    path: &str,
+    cursor: Cursor,
+    now: Instant,
+    watcher: &dyn CrawlWatcher,
+) -> ToolText {
+    let (heading, lines, base) = match cursor.part {
+        Part::Outline | Part::Links => {
+            let cached = match session.load(path, now).await {
+                Loaded::Doc(d) => d,
+                Loaded::Answer(t) => return t,
+            };
+            let (heading, lines) = if cursor.part == Part::Outline {
+                let lines = outline_lines(&cached);
+                (format!("## Outline ({} headings)", lines.len()), lines)
+            } else {
+                let lines = link_lines(path, &cached);
+                (format!("## Outbound links ({})", lines.len()), lines)
+            };
+            (heading, lines, header(&cached))
+        }
+        Part::Backlinks => {
+            let Some(view) = graph_view(session, path, watcher).await else {
+                return ToolText::error("explore was cancelled; call it again to go on");
+            };
+            let (heading, lines) = backlink_lines(&view);
+            let title = session.graph().title(path);
+            (heading, lines, ToolText::new("ok").with_opt("title", title))
+        }
+        Part::Siblings => {
+            let dir = parent_dir(path);
+            let listing = list_parent(session, dir).await;
+            let lines = match &listing {
+                Ok((entries, _)) => sibling_lines(session, dir, path, entries),
+                Err(e) => return ToolText::error(format!("{e}; try again later")),
+            };
+            let heading = siblings_heading(dir, &listing, lines.len());
+            (heading, lines, ToolText::new("ok"))
+        }
+    };
+    let shown_to = (cursor.offset + PAGE_LINES).min(lines.len());
+    let body = if cursor.offset >= lines.len() {
+        format!(
+            "(nothing after line {}: {} in all)\n",
+            cursor.offset,
+            lines.len()
+        )
+    } else {
+        fit(&lines, cursor.part, cursor.offset, PAGE_LINES, PAGE_BYTES)
+    };
+    base.with("section", cursor.part.name())
+        .with(
+            "page",
+            format!("from {} (of {})", cursor.offset + 1, lines.len()),
+        )
+        .with_text(format!("{heading}\n{body}"))
+        .with_opt("note", (shown_to == 0).then(|| "empty section".to_string()))
+}
+
+/// Progress and cancellation of one MCP request: notifications go out only
+/// when the client sent a progress token.
+pub struct McpWatcher {
+    ctx: RequestContext<RoleServer>,
+    token: Option<ProgressToken>,
+}
+
+impl McpWatcher {
+    /// Watches the request `ctx` belongs to.
+    pub fn new(ctx: RequestContext<RoleServer>) -> McpWatcher {
+        let token = ctx.meta.get_progress_token();
+        McpWatcher { ctx, token }
+    }
+}
+
+impl std::fmt::Debug for McpWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpWatcher")
+            .field("token", &self.token)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CrawlWatcher for McpWatcher {
+    fn progress(&self, progress: &CrawlProgress) -> BoxFuture<'_, ()> {
+        let Some(token) = self.token.clone() else {
+            return Box::pin(std::future::ready(()));
+        };
+        let param = ProgressNotificationParam::new(token, progress.fetched as f64)
+            .with_total(progress.listed as f64)
+            .with_message(progress.message());
+        Box::pin(async move {
+            if let Err(e) = self.ctx.peer.notify_progress(param).await {
+                tracing::debug!(error = %e, "progress notification not sent");
+            }
+        })
+    }
+
+    fn cancelled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.ctx.ct.cancelled())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("- line {i}")).collect()
+    }
+
+    #[test]
+    fn cursors_round_trip_and_refuse_junk() {
+        let c = Cursor {
+            part: Part::Backlinks,
+            offset: 20,
+        };
+        assert_eq!(c.encode(), "backlinks.20");
+        assert_eq!(Cursor::parse("backlinks.20"), Some(c));
+        for bad in ["", "backlinks", "backlinks.x", "body.3", "p2.abc"] {
+            assert_eq!(Cursor::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_section_shows_at_most_its_lines_and_counts_the_rest() {
+        assert_eq!(fit(&lines(3), Part::Links, 0, 10, 1000).lines().count(), 3);
+        let ten = fit(&lines(10), Part::Links, 0, 10, 1000);
+        assert_eq!(ten.lines().count(), 10);
+        assert!(!ten.contains("more"));
+        let over = fit(&lines(11), Part::Links, 0, 10, 1000);
+        assert_eq!(over.lines().count(), 10);
+        assert!(over.ends_with("+2 more: cursor \"links.9\"\n"), "{over}");
+        let paged = fit(&lines(11), Part::Links, 9, 10, 1000);
+        assert_eq!(paged, "- line 9\n- line 10\n");
+        let tight = fit(&lines(11), Part::Siblings, 0, 10, 20);
+        assert_eq!(
+            tight,
+            "- line 0\n- line 1\n+9 more: cursor \"siblings.2\"\n"
+        );
+    }
+
+    #[test]
+    fn labels_are_one_bounded_line() {
+        assert_eq!(label("a\n b", 10), "a b");
+        let cut = label(&"é".repeat(40), 11);
+        assert!(cut.len() <= 11 && cut.ends_with('…'), "{cut}");
+        assert_eq!(parent_dir("/a/b.md"), "/a/");
+        assert_eq!(parent_dir("/b.md"), "/");
+        assert_eq!(display_path("/my dir/a#b.md"), "/my%20dir/a%23b.md");
+    }
+}
