@@ -48,6 +48,13 @@ pub struct FetchParams {
     pub cursor: Option<String>,
 }
 
+/// Bounds of a section's sub-outline (the document outline keeps the
+/// markdown-slice default of 60 lines / 2 KB).
+const SECTION_OUTLINE: OutlineOptions = OutlineOptions {
+    max_lines: 120,
+    max_bytes: 6 * 1024,
+};
+
 /// Fetches `params.url` for the session at time `now`.
 pub async fn fetch(session: &Session, params: FetchParams, now: Instant) -> ToolText {
     let target = match session.resolve(&params.url) {
@@ -224,7 +231,13 @@ impl View<'_> {
     /// since the last delivery is reported and then counts as seen.
     fn outline(&self, heading: Option<&Heading>) -> Part {
         let doc = &self.cached.doc;
-        let opts = OutlineOptions::default();
+        // A section outline is asked for after the document outline showed
+        // only `+N subsections` under it: give its children more room (still
+        // about 1.5K tokens at most) so drilling down always shows a level.
+        let opts = match heading {
+            None => OutlineOptions::default(),
+            Some(_) => SECTION_OUTLINE,
+        };
         let (what, text, label) = match heading {
             None => ("document", doc.source(), String::new()),
             Some(h) => (
