@@ -164,7 +164,11 @@ async fn dedup_within_and_across_sessions() {
         again.text
     );
     assert!(again.body().contains("force=true to re-read") && !again.body().contains("ferry"));
-    assert_eq!((again.field("size"), again.field("title")), (None, None), "one short answer");
+    assert_eq!(
+        (again.field("size"), again.field("title")),
+        (None, None),
+        "one short answer"
+    );
 
     // force re-delivers; a section after the full fetch still comes.
     assert!(
@@ -404,5 +408,49 @@ async fn a_versioned_folder_is_writable_with_write() {
     let note = r.field("note").unwrap();
     assert!(note.starts_with("changed since your last read (v1 -> v2); sections changed: #small-notes; removed: #alpha, #beta"), "{note}");
     assert_eq!(mcp.fetch("/small.md").await.status(), "unchanged");
+    mcp.stop().await;
+}
+
+/// The Node.js API docs (read in place from the shared corpora): a 254 KB
+/// document gives a bounded outline, a big section its children, and `force`
+/// pages that put together are the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_large_document_stays_bounded() {
+    let corpora = std::env::var_os("MARK_CORPORA")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora")
+        });
+    let root = corpora.join("nodejs-api");
+    let fs_md = std::fs::read_to_string(root.join("fs.md")).unwrap();
+    let mcp = Mcp::start(&root_args(&root, &[])).await;
+
+    let r = mcp.fetch("/fs.md").await;
+    assert_eq!(r.field("mode"), Some("outline"));
+    assert!(r.text.len() < 4096, "{} bytes", r.text.len());
+    assert!(r.body().contains("(#promises-api, ") && r.body().contains("subsections"));
+
+    let r = mcp.fetch("/fs.md#promises-api").await;
+    assert_eq!(r.field("mode"), Some("outline"));
+    assert!(
+        r.body().contains("(#class-filehandle, ") && r.body().contains("(#filehandleclose, "),
+        "{}",
+        r.text
+    );
+    assert!(r.text.len() < 8192);
+
+    let mut got = String::new();
+    let mut args = json!({"url": "/fs.md", "force": true});
+    loop {
+        let r = mcp.call("mark_fetch", args.clone()).await;
+        let (text, trailer) = r.body().rsplit_once("\n\n[page ").unwrap();
+        assert!(r.text.len() < 81_000);
+        got.push_str(text);
+        match trailer.split('"').nth(1) {
+            Some(cursor) => args["cursor"] = json!(cursor),
+            None => break,
+        }
+    }
+    assert_eq!(got, fs_md);
     mcp.stop().await;
 }
