@@ -7,7 +7,9 @@
 //! - `warm_sequential`: one client, one connection, one request at a time;
 //! - `warm_concurrent_64`: one client, one connection, 64 requests at once;
 //! - `fresh_connection`: a new client (new endpoint, new QUIC + TLS
-//!   handshake) for every request — what connection reuse saves.
+//!   handshake) for every request — what connection reuse saves;
+//! - `engine_in_process`: `mark_store::Engine::handle` on the same store
+//!   without any network, the floor the transport adds to.
 //!
 //! Criterion measures each; afterwards a summary table with the median
 //! latency per request and the requests per second of each way is printed
@@ -17,9 +19,10 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mark_client::{Client, ClientConfig, Trust};
 use mark_proto::{Request, Status, Verb};
+use mark_store::{Engine, StoreMode};
 use mark_testkit::{MarkServerProcess, import_store};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::runtime::Runtime;
 
 const DOC: &str = "/os.md";
@@ -37,7 +40,7 @@ fn corpus() -> PathBuf {
 struct Bench {
     runtime: Runtime,
     server: MarkServerProcess,
-    _store: mark_testkit::TempStore,
+    store: mark_testkit::TempStore,
 }
 
 impl Bench {
@@ -53,8 +56,13 @@ impl Bench {
         Bench {
             runtime,
             server,
-            _store: store,
+            store,
         }
+    }
+
+    /// An engine over the served store, for the in-process baseline.
+    fn engine(&self) -> Engine {
+        Engine::open(self.store.path(), StoreMode::Versioned, None).unwrap()
     }
 
     fn client(&self) -> Client {
@@ -134,13 +142,30 @@ fn fetch(c: &mut Criterion) {
             })
         })
     });
+    let engine = bench.engine();
+    let request = Request::new(Verb::Fetch, DOC);
+    group.bench_function("engine_in_process", |b| {
+        b.iter(|| engine.handle(&request, SystemTime::now()))
+    });
     group.finish();
 
-    summary(&bench, &warm);
+    summary(&bench, &warm, &engine);
 }
 
 /// Median per-request latency and requests per second of each way.
-fn summary(bench: &Bench, warm: &Client) {
+fn summary(bench: &Bench, warm: &Client, engine: &Engine) {
+    let request = Request::new(Verb::Fetch, DOC);
+    let mut in_process = Vec::new();
+    let start = Instant::now();
+    for _ in 0..2000 {
+        let t = Instant::now();
+        assert_eq!(
+            engine.handle(&request, SystemTime::now()).status,
+            Status::Ok
+        );
+        in_process.push(t.elapsed());
+    }
+    let in_process_rps = 2000.0 / start.elapsed().as_secs_f64();
     let rows = bench.runtime.block_on(async {
         let mut sequential = Vec::new();
         let start = Instant::now();
@@ -183,6 +208,11 @@ fn summary(bench: &Bench, warm: &Client) {
                 concurrent_rps,
             ),
             ("fresh connection per request", median(fresh), fresh_rps),
+            (
+                "engine in process, no network",
+                median(in_process),
+                in_process_rps,
+            ),
         ]
     });
     println!("\nFETCH {DOC} (36 KB) on loopback, release build, mark-server process");

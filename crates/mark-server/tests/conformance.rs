@@ -229,6 +229,11 @@ mod raw {
     }
 
     pub async fn connect(server: &MarkServerProcess) -> RawConnection {
+        try_connect(server).await.unwrap()
+    }
+
+    /// Connects, or says why the handshake failed.
+    pub async fn try_connect(server: &MarkServerProcess) -> Result<RawConnection, String> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut tls = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
             .with_protocol_versions(&[&rustls::version::TLS13])
@@ -244,17 +249,17 @@ mod raw {
         endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(
             QuicClientConfig::try_from(tls).unwrap(),
         )));
-        let connection = tokio::time::timeout(
-            Duration::from_secs(10),
-            endpoint.connect(server.addr, "localhost").unwrap(),
-        )
-        .await
-        .unwrap()
-        .unwrap();
-        RawConnection {
+        let connecting = endpoint
+            .connect(server.addr, "localhost")
+            .map_err(|e| e.to_string())?;
+        let connection = tokio::time::timeout(Duration::from_secs(10), connecting)
+            .await
+            .map_err(|_| "handshake timed out".to_string())?
+            .map_err(|e| e.to_string())?;
+        Ok(RawConnection {
             connection,
             _endpoint: endpoint,
-        }
+        })
     }
 
     impl RawConnection {
@@ -848,6 +853,31 @@ async fn unfinished_streams_do_not_stop_others_and_time_out() {
             .unwrap();
         assert_status(&Response::parse(&out).unwrap(), Status::BadRequest);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_over_the_limit_are_refused_until_one_closes() {
+    let fx = Fixture::start_with(&["--max-connections", "1"]);
+    let first = raw::connect(&fx.server).await;
+    assert_status(&first.exchange(b"FETCH /health\n").await, Status::Ok);
+    let second = raw::try_connect(&fx.server).await;
+    assert!(second.is_err(), "a second connection must be refused");
+
+    first.connection.close(0u8.into(), b"done");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let third = loop {
+        match raw::try_connect(&fx.server).await {
+            Ok(conn) => break conn,
+            Err(e) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "slot never freed: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    assert_status(&third.exchange(b"FETCH /health\n").await, Status::Ok);
 }
 
 // ---------------------------------------------------------------- LOOKUP, manifest
