@@ -30,7 +30,7 @@ pub struct Cli {
     /// Serve a local folder of markdown (a versioned store is detected by its versions/ folders).
     #[arg(long, global = true, value_name = "DIR", conflicts_with = "host")]
     pub root: Option<PathBuf>,
-    /// Read from a Mark server: mark://HOST[:PORT].
+    /// Read from a Mark server: `mark://HOST[:PORT]`.
     #[arg(long, global = true, value_name = "mark://HOST[:PORT]")]
     pub host: Option<String>,
     /// Accept any server certificate (development servers only).
