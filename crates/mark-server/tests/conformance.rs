@@ -234,6 +234,14 @@ mod raw {
 
     /// Connects, or says why the handshake failed.
     pub async fn try_connect(server: &MarkServerProcess) -> Result<RawConnection, String> {
+        try_connect_with_alpn(server, &[b"mark"]).await
+    }
+
+    /// Connects offering these ALPN protocols.
+    pub async fn try_connect_with_alpn(
+        server: &MarkServerProcess,
+        alpn: &[&[u8]],
+    ) -> Result<RawConnection, String> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut tls = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
             .with_protocol_versions(&[&rustls::version::TLS13])
@@ -244,7 +252,7 @@ mod raw {
                 provider,
             }))
             .with_no_client_auth();
-        tls.alpn_protocols = vec![b"mark".to_vec()];
+        tls.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
         endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(
             QuicClientConfig::try_from(tls).unwrap(),
@@ -267,14 +275,18 @@ mod raw {
         /// failed write is ignored: the server may stop reading an oversized
         /// request and answer at once.
         pub async fn exchange(&self, bytes: &[u8]) -> Response {
+            Response::parse(&self.exchange_bytes(bytes).await).unwrap()
+        }
+
+        /// Like [`Self::exchange`], returning the response bytes as sent.
+        pub async fn exchange_bytes(&self, bytes: &[u8]) -> Vec<u8> {
             let (mut send, mut recv) = self.connection.open_bi().await.unwrap();
             let _ = send.write_all(bytes).await;
             let _ = send.finish();
-            let out = tokio::time::timeout(Duration::from_secs(30), recv.read_to_end(1 << 20))
+            tokio::time::timeout(Duration::from_secs(30), recv.read_to_end(1 << 20))
                 .await
                 .expect("response timed out")
-                .expect("response read failed");
-            Response::parse(&out).unwrap()
+                .expect("response read failed")
         }
     }
 }
@@ -878,6 +890,44 @@ async fn connections_over_the_limit_are_refused_until_one_closes() {
         }
     };
     assert_status(&third.exchange(b"FETCH /health\n").await, Status::Ok);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_mark_alpn_is_accepted() {
+    let fx = Fixture::start();
+    assert!(
+        raw::try_connect_with_alpn(&fx.server, &[b"h3"])
+            .await
+            .is_err()
+    );
+    assert!(raw::try_connect_with_alpn(&fx.server, &[]).await.is_err());
+    let both = raw::try_connect_with_alpn(&fx.server, &[b"h3", b"mark"])
+        .await
+        .unwrap();
+    assert_eq!(
+        both.connection
+            .handshake_data()
+            .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
+            .and_then(|d| d.protocol),
+        Some(b"mark".to_vec())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_frontmatter_quotes_what_yaml_would_coerce() {
+    let fx = Fixture::start();
+    let conn = raw::connect(&fx.server).await;
+    let bytes = conn.exchange_bytes(b"FETCH /index.md\n").await;
+    let text = String::from_utf8_lossy(&bytes);
+    let head = text.split("\n---\n").next().unwrap();
+    assert!(head.starts_with("---\n"), "{head}");
+    assert!(head.lines().any(|l| l == "status: ok"), "{head}");
+    assert!(head.lines().any(|l| l == "version: \"1\""), "{head}");
+    assert!(
+        head.lines()
+            .any(|l| l.starts_with("modified: \"") && l.ends_with("Z\"")),
+        "{head}"
+    );
 }
 
 // ---------------------------------------------------------------- LOOKUP, manifest
