@@ -225,7 +225,15 @@ impl Session {
             (Status::Ok, _) => self.store(path, resp, now),
             _ => {
                 lock(&self.cache).remove(path);
-                Loaded::Answer(passthrough(&resp))
+                let t = passthrough(&resp);
+                Loaded::Answer(if resp.status == Status::Archived && t.text.is_empty() {
+                    // The protocol's `archived` has no body: say what is still possible.
+                    t.with_text(format!(
+                        "{path} is archived; its versions stay readable at \"{path}/vN\" (mark_versions lists them)."
+                    ))
+                } else {
+                    t
+                })
             }
         }
     }

@@ -154,7 +154,9 @@ async fn remote_cache_dedup_and_writes() {
         .call("mark_archive", json!({"url": "/notes/crew.md"}))
         .await;
     assert_eq!(r.status(), "ok", "{}", r.text);
-    assert_eq!(a.fetch("/notes/crew.md").await.status(), "archived");
+    let r = a.fetch("/notes/crew.md").await;
+    assert_eq!(r.status(), "archived");
+    assert!(r.body().contains("\"/notes/crew.md/vN\""), "{}", r.text);
 
     // Lookup and list pass through the server.
     let r = a.call("mark_lookup", json!({"query": "harbour"})).await;
