@@ -413,6 +413,16 @@ mod tests {
         assert!(!s.read_restricted(&segs("/public/a.md")));
         let p = store_for("p", "[\"/**\"]", "[\"publish\"]", None);
         assert!(!p.read_restricted(&segs("/a.md")));
+        let expired = store_for(
+            "e",
+            "[\"/private/**\"]",
+            "[\"read\"]",
+            Some("2000-01-01T00:00:00Z"),
+        );
+        assert!(
+            expired.read_restricted(&segs("/private/a.md")),
+            "expiry never makes a path public"
+        );
     }
 
     #[test]

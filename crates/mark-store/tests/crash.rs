@@ -113,21 +113,7 @@ fn sigkill_during_writes_loses_no_acknowledged_version() {
     // The store as the killed process left it, opened as after a restart.
     let mut s = s;
     s.reopen();
-    for (n, body) in &acknowledged {
-        assert_eq!(
-            s.fetch(&format!("/doc.md/v{n}")).text().unwrap(),
-            body,
-            "v{n}"
-        );
-    }
-    let versions = s.handle(Request::new(Verb::Versions, "/doc.md"));
-    assert_eq!(
-        versions.meta("chain-valid"),
-        Some("true"),
-        "{:?}",
-        versions.meta("chain-error")
-    );
-    let total: u64 = versions.meta("total").unwrap().parse().unwrap();
+    let total = support::assert_acknowledged_versions(&s, &acknowledged);
     let highest = *acknowledged.keys().last().unwrap();
     assert!(
         total >= highest,

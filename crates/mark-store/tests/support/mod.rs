@@ -4,6 +4,7 @@
 
 use mark_proto::{Request, Response, Status, Verb};
 use mark_store::{Engine, Op, StoreMode, TokenStore, generate_token};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tempfile::TempDir;
@@ -123,4 +124,24 @@ pub fn ok(resp: &Response) {
         resp.status,
         resp.error_message()
     );
+}
+
+/// Asserts that `/doc.md` holds every acknowledged version with exactly its
+/// content and that its chain is valid; returns the total on disk.
+pub fn assert_acknowledged_versions(s: &Store, acknowledged: &BTreeMap<u64, String>) -> u64 {
+    for (n, body) in acknowledged {
+        assert_eq!(
+            s.fetch(&format!("/doc.md/v{n}")).text().unwrap(),
+            body,
+            "v{n}"
+        );
+    }
+    let versions = s.handle(Request::new(Verb::Versions, "/doc.md"));
+    assert_eq!(
+        versions.meta("chain-valid"),
+        Some("true"),
+        "{:?}",
+        versions.meta("chain-error")
+    );
+    versions.meta("total").unwrap().parse().unwrap()
 }
