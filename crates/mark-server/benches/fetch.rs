@@ -2,12 +2,14 @@
 //!
 //! The server serves a versioned store imported from the shared Node.js API
 //! corpus (`../shared/corpora/nodejs-api`, or `$MARK_CORPORA/nodejs-api`);
-//! every request fetches `/os.md` (36 KB, the corpus median). Three ways:
+//! the requests fetch `/os.md` (36 KB, the corpus median) unless said:
 //!
 //! - `warm_sequential`: one client, one connection, one request at a time;
 //! - `warm_concurrent_64`: one client, one connection, 64 requests at once;
 //! - `fresh_connection`: a new client (new endpoint, new QUIC + TLS
 //!   handshake) for every request — what connection reuse saves;
+//! - `warm_sequential_health`: `/health` (no file, no hash) on the warm
+//!   connection: the floor of the transport itself;
 //! - `engine_in_process`: `mark_store::Engine::handle` on the same store
 //!   without any network, the floor the transport adds to.
 //!
@@ -21,6 +23,7 @@ use mark_client::{Client, ClientConfig, Trust};
 use mark_proto::{Request, Status, Verb};
 use mark_store::{Engine, StoreMode};
 use mark_testkit::{MarkServerProcess, import_store};
+use std::future::Future;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::runtime::Runtime;
@@ -76,11 +79,15 @@ impl Bench {
     }
 
     async fn fetch(&self, client: &Client) {
+        self.fetch_path(client, DOC).await;
+    }
+
+    async fn fetch_path(&self, client: &Client, path: &str) {
         let resp = client
             .request(
                 "127.0.0.1",
                 self.server.addr.port(),
-                Request::new(Verb::Fetch, DOC),
+                Request::new(Verb::Fetch, path),
             )
             .await
             .unwrap();
@@ -113,6 +120,17 @@ fn fetch(c: &mut Criterion) {
                 let start = Instant::now();
                 for _ in 0..iters {
                     bench.fetch(&warm).await;
+                }
+                start.elapsed()
+            })
+        })
+    });
+    group.bench_function("warm_sequential_health", |b| {
+        b.iter_custom(|iters| {
+            bench.runtime.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    bench.fetch_path(&warm, "/health").await;
                 }
                 start.elapsed()
             })
@@ -152,29 +170,34 @@ fn fetch(c: &mut Criterion) {
     summary(&bench, &warm, &engine);
 }
 
+/// Times `n` sequential runs of `one`: (median latency, runs per second).
+async fn sequential<F: Future<Output = ()>>(
+    n: usize,
+    mut one: impl FnMut() -> F,
+) -> (Duration, f64) {
+    let mut samples = Vec::with_capacity(n);
+    let start = Instant::now();
+    for _ in 0..n {
+        let t = Instant::now();
+        one().await;
+        samples.push(t.elapsed());
+    }
+    (median(samples), n as f64 / start.elapsed().as_secs_f64())
+}
+
 /// Median per-request latency and requests per second of each way.
 fn summary(bench: &Bench, warm: &Client, engine: &Engine) {
     let request = Request::new(Verb::Fetch, DOC);
-    let mut in_process = Vec::new();
-    let start = Instant::now();
-    for _ in 0..2000 {
-        let t = Instant::now();
-        assert_eq!(
-            engine.handle(&request, SystemTime::now()).status,
-            Status::Ok
-        );
-        in_process.push(t.elapsed());
-    }
-    let in_process_rps = 2000.0 / start.elapsed().as_secs_f64();
     let rows = bench.runtime.block_on(async {
-        let mut sequential = Vec::new();
-        let start = Instant::now();
-        for _ in 0..2000 {
-            let t = Instant::now();
-            bench.fetch(warm).await;
-            sequential.push(t.elapsed());
-        }
-        let sequential_rps = 2000.0 / start.elapsed().as_secs_f64();
+        let in_process = sequential(2000, || async {
+            assert_eq!(
+                engine.handle(&request, SystemTime::now()).status,
+                Status::Ok
+            );
+        })
+        .await;
+        let warm_sequential = sequential(2000, || bench.fetch(warm)).await;
+        let health = sequential(2000, || bench.fetch_path(warm, "/health")).await;
 
         let mut concurrent = Vec::new();
         let start = Instant::now();
@@ -188,37 +211,25 @@ fn summary(bench: &Bench, warm: &Client, engine: &Engine) {
         }
         let concurrent_rps = (50 * CONCURRENCY) as f64 / start.elapsed().as_secs_f64();
 
-        let mut fresh = Vec::new();
-        let start = Instant::now();
-        for _ in 0..300 {
-            let t = Instant::now();
-            bench.fetch_fresh().await;
-            fresh.push(t.elapsed());
-        }
-        let fresh_rps = 300.0 / start.elapsed().as_secs_f64();
+        let fresh = sequential(300, || bench.fetch_fresh()).await;
         [
-            (
-                "warm connection, sequential",
-                median(sequential),
-                sequential_rps,
-            ),
+            ("warm connection, sequential", warm_sequential),
             (
                 "warm connection, 64 concurrent",
-                median(concurrent),
-                concurrent_rps,
+                (median(concurrent), concurrent_rps),
             ),
-            ("fresh connection per request", median(fresh), fresh_rps),
+            ("fresh connection per request", fresh),
             (
-                "engine in process, no network",
-                median(in_process),
-                in_process_rps,
+                "warm connection, sequential, /health (transport floor)",
+                health,
             ),
+            ("engine in process, no network", in_process),
         ]
     });
     println!("\nFETCH {DOC} (36 KB) on loopback, release build, mark-server process");
     println!("| way | median latency | requests/s |");
     println!("|---|---:|---:|");
-    for (way, latency, rps) in rows {
+    for (way, (latency, rps)) in rows {
         println!(
             "| {way} | {:.1} µs | {rps:.0} |",
             latency.as_secs_f64() * 1e6
