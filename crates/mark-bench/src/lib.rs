@@ -30,6 +30,7 @@
 //! ```
 
 mod orientation;
+mod pass;
 pub mod peers;
 pub mod questions;
 pub mod reading;

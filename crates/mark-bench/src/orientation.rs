@@ -3,14 +3,14 @@
 //! the real `mark-mcp` over stdio for every strategy.
 
 use crate::BenchError;
+use crate::pass::{Pass, Row, cold_pass};
 use crate::questions::{Evidence, Question, load_questions};
 use crate::report::{Report, StrategyFigures, TOKENIZER_NOTE, TargetCheck, percent};
 use crate::server::BenchServer;
-use crate::session::{McpSession, ServerCommand, ToolCall};
-use crate::strategy::{QuestionOutcome, Strategy, ask, replay};
-use mark_testkit::LoggedRequest;
+use crate::session::{McpSession, ServerCommand};
+use crate::strategy::{Plan, Strategy, ask, replay};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What the request and byte columns count.
 pub const COUNTED_NOTE: &str = "protocol requests: the `request VERB /path -> status` lines mark-server logged during the pass (LOOKUP, FETCH, LIST …; `not-modified` answers move no body); result bytes: UTF-8 bytes of the tool-result text delivered to the MCP client (the server logs no byte counts)";
@@ -50,45 +50,6 @@ impl Default for OrientationOptions {
     }
 }
 
-/// One pass of one strategy over every question: outcomes, the calls made
-/// per question, the server requests logged meanwhile, and the wall time
-/// spent in the questions' tool calls (process start-up excluded).
-struct Pass {
-    outcomes: Vec<QuestionOutcome>,
-    calls: Vec<Vec<ToolCall>>,
-    requests: Vec<LoggedRequest>,
-    wall: Duration,
-}
-
-/// Strategies 1–3: every question in a fresh mark-mcp session, as a new
-/// conversation would start one, so no question profits from another's
-/// reads (or is told `unchanged` about text it never saw).
-async fn cold_pass(
-    command: &ServerCommand,
-    server: &BenchServer,
-    strategy: Strategy,
-    questions: &[Question],
-) -> Result<Pass, BenchError> {
-    let before = server.settled_requests().await.len();
-    let mut pass = Pass {
-        outcomes: Vec::new(),
-        calls: Vec::new(),
-        requests: Vec::new(),
-        wall: Duration::ZERO,
-    };
-    for q in questions {
-        let mut session = McpSession::start(command).await?;
-        let started = Instant::now();
-        let asked = ask(&mut session, strategy, q, Evidence::default()).await;
-        pass.wall += started.elapsed();
-        pass.calls.push(session.calls().to_vec());
-        session.close().await;
-        pass.outcomes.push(asked?.0);
-    }
-    pass.requests = server.settled_requests().await.split_off(before);
-    Ok(pass)
-}
-
 /// Strategy 4: one session asks every question with strategy 3, then
 /// replays each question's calls verbatim. The evidence is everything the
 /// session returned (the agent's context).
@@ -100,76 +61,29 @@ async fn warm_passes(
     let mut evidence = Evidence::default();
     let before = server.settled_requests().await.len();
     let started = Instant::now();
-    let mut first = Pass {
-        outcomes: Vec::new(),
-        calls: Vec::new(),
-        requests: Vec::new(),
-        wall: Duration::ZERO,
-    };
+    let mut first = Pass::default();
     for q in questions {
         let made_before = session.calls().len();
-        let (outcome, after) = ask(session, Strategy::WarmSession, q, evidence).await?;
+        let (outcome, after) =
+            ask(session, &Plan::Mark(Strategy::WarmSession), q, evidence).await?;
         evidence = after;
         first.calls.push(session.calls()[made_before..].to_vec());
         first.outcomes.push(outcome);
     }
     first.wall = started.elapsed();
-    first.requests = server.settled_requests().await.split_off(before);
+    first.requests = Some(server.settled_requests().await.split_off(before));
 
     let before = server.settled_requests().await.len();
     let started = Instant::now();
-    let mut second = Pass {
-        outcomes: Vec::new(),
-        calls: Vec::new(),
-        requests: Vec::new(),
-        wall: Duration::ZERO,
-    };
+    let mut second = Pass::default();
     for (q, calls) in questions.iter().zip(&first.calls) {
         let (outcome, after) = replay(session, q, evidence, calls).await?;
         evidence = after;
         second.outcomes.push(outcome);
     }
     second.wall = started.elapsed();
-    second.requests = server.settled_requests().await.split_off(before);
+    second.requests = Some(server.settled_requests().await.split_off(before));
     Ok((first, second))
-}
-
-/// Accumulates the passes of one row over runs.
-struct Row {
-    label: String,
-    first: Option<Pass>,
-    walls: Vec<Duration>,
-}
-
-impl Row {
-    fn new(label: &str) -> Row {
-        Row {
-            label: label.to_string(),
-            first: None,
-            walls: Vec::new(),
-        }
-    }
-
-    fn add(&mut self, pass: Pass) {
-        self.walls.push(pass.wall);
-        if self.first.is_none() {
-            self.first = Some(pass);
-        }
-    }
-
-    fn figures(mut self) -> Option<StrategyFigures> {
-        let first = self.first?;
-        let mut f = StrategyFigures::from_outcomes(&self.label, first.outcomes, &mut self.walls);
-        f.requests = Some(first.requests.len());
-        f.not_modified = Some(
-            first
-                .requests
-                .iter()
-                .filter(|r| r.status == "not-modified")
-                .count(),
-        );
-        Some(f)
-    }
 }
 
 /// Runs the orientation benchmark: imports `opts.kb` into a temporary
@@ -204,7 +118,9 @@ pub async fn run_orientation(opts: OrientationOptions) -> Result<Report, BenchEr
     for _ in 0..runs {
         for (row, strategy) in rows.iter_mut().zip(COLD) {
             if available(strategy) {
-                row.add(cold_pass(&command, &server, strategy, &questions).await?);
+                row.add(
+                    cold_pass(&command, Some(&server), &Plan::Mark(strategy), &questions).await?,
+                );
             }
         }
         if available(Strategy::WarmSession) {

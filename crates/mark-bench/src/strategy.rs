@@ -181,22 +181,48 @@ fn trace_line(call: &ToolCall) -> String {
     line
 }
 
-/// Runs one strategy on one question over a mark-mcp session, starting from
-/// the evidence the session's earlier results hold (none in a fresh
-/// session): an agent that already holds the facts makes no call. Returns
-/// the outcome and the session's evidence afterwards.
+/// What a scripted agent does for each question, on which server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// A strategy over mark-mcp.
+    Mark(Strategy),
+    /// server-filesystem: `search_files **/*.md`, then `read_text_file` of
+    /// the files whose path shares words with the question (best first,
+    /// shallow first; `/index.md` when none does), and of their best links,
+    /// one step — strategy 1's walk with the peer's own tools.
+    FilesystemRead {
+        /// The folder the server was given (no trailing `/`).
+        root: String,
+    },
+    /// mcpvault: `search_notes` (all question words), then per hit (top 3)
+    /// `get_note_outline` and `read_note_lines` of up to 2 sections whose
+    /// headings share the most words with the question (the note's first
+    /// section when none does).
+    VaultSections,
+}
+
+/// Runs one plan on one question, starting from the evidence the session's
+/// earlier results hold (none in a fresh session): an agent that already
+/// holds the facts makes no call. Returns the outcome and the session's
+/// evidence afterwards.
 pub async fn ask(
     session: &mut McpSession,
-    strategy: Strategy,
+    plan: &Plan,
     question: &Question,
     session_evidence: Evidence,
 ) -> Result<(QuestionOutcome, Evidence), BenchError> {
     let mut asker = Asker::with_evidence(session, question, session_evidence);
     if !asker.done() {
-        match strategy {
-            Strategy::FullChain => full_chain(&mut asker, &DocReader::MarkFetchFull).await?,
-            Strategy::LookupSection => lookup_section(&mut asker).await?,
-            Strategy::ExploreSection | Strategy::WarmSession => explore_section(&mut asker).await?,
+        match plan {
+            Plan::Mark(Strategy::FullChain) => {
+                full_chain(&mut asker, &DocReader::MarkFetchFull).await?
+            }
+            Plan::Mark(Strategy::LookupSection) => lookup_section(&mut asker).await?,
+            Plan::Mark(Strategy::ExploreSection | Strategy::WarmSession) => {
+                explore_section(&mut asker).await?
+            }
+            Plan::FilesystemRead { root } => filesystem_read(&mut asker, root).await?,
+            Plan::VaultSections => vault_sections(&mut asker).await?,
         }
     }
     Ok(asker.finish())
@@ -417,9 +443,133 @@ async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// Strategy 1's walk over server-filesystem.
+async fn filesystem_read(asker: &mut Asker<'_>, root: &str) -> Result<(), BenchError> {
+    let listing = asker
+        .call(
+            "search_files",
+            json!({ "path": root, "pattern": "**/*.md" }),
+        )
+        .await?;
+    let q_terms = terms(&asker.question().question);
+    let mut paths: Vec<String> = listing
+        .text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix(root))
+        .filter(|p| p.starts_with('/') && p.ends_with(".md"))
+        .map(String::from)
+        .collect();
+    // Shallow first among equals: an agent opens a folder's top file first.
+    paths.sort_by_key(|p| p.matches('/').count());
+    let mut candidates: Vec<String> = rank_by_overlap(&q_terms, paths, Clone::clone)
+        .into_iter()
+        .take(SEARCH_CANDIDATES)
+        .collect();
+    if candidates.is_empty() {
+        candidates.push("/index.md".into());
+    }
+    let reader = DocReader::FilesystemText {
+        root: root.to_string(),
+    };
+    read_whole_documents(asker, &reader, candidates).await
+}
+
+/// Most notes a vault agent opens.
+const VAULT_NOTES: usize = 3;
+/// Most sections a vault agent reads per note.
+const VAULT_SECTIONS_PER_NOTE: usize = 2;
+
+/// One heading of mcpvault's `get_note_outline`.
+#[derive(Debug, Clone, serde::Deserialize)]
+struct VaultHeading {
+    level: u32,
+    text: String,
+    line: u64,
+}
+
+/// One hit of mcpvault's `search_notes` (its `ln` counts lines after the
+/// frontmatter, unlike the outline's `line`, so it is not used).
+#[derive(Debug, Clone, serde::Deserialize)]
+struct VaultHit {
+    p: String,
+}
+
+/// The line range of the section a heading opens: to the line before the
+/// next heading of the same or a higher level (the server clamps the end of
+/// a last section to the end of the note).
+fn vault_section_range(headings: &[VaultHeading], index: usize) -> (u64, u64) {
+    let h = &headings[index];
+    let end = headings[index + 1..]
+        .iter()
+        .find(|n| n.level <= h.level)
+        .map_or(u64::from(u32::MAX), |n| n.line.saturating_sub(1));
+    (h.line, end)
+}
+
+/// mcpvault's best honest use: search, outline, line ranges.
+async fn vault_sections(asker: &mut Asker<'_>) -> Result<(), BenchError> {
+    let q_terms = terms(&asker.question().question);
+    let search = asker
+        .call(
+            "search_notes",
+            json!({ "query": q_terms.join(" "), "limit": 5 }),
+        )
+        .await?;
+    let hits: Vec<VaultHit> = serde_json::from_str(&search.text).unwrap_or_default();
+    for hit in hits.iter().take(VAULT_NOTES) {
+        if asker.done() {
+            return Ok(());
+        }
+        let outline = asker
+            .call("get_note_outline", json!({ "path": hit.p }))
+            .await?;
+        let headings: Vec<VaultHeading> = serde_json::from_str(&outline.text).unwrap_or_default();
+        let mut chosen: Vec<usize> =
+            rank_by_overlap(&q_terms, (0..headings.len()).collect(), |&i| {
+                headings[i].text.clone()
+            });
+        // No heading shares a word: the note's first section (its top).
+        if chosen.is_empty() && !headings.is_empty() {
+            chosen.push(0);
+        }
+        let mut read: Vec<usize> = Vec::new();
+        for i in chosen {
+            if asker.done() || read.len() == VAULT_SECTIONS_PER_NOTE {
+                break;
+            }
+            if read.contains(&i) {
+                continue;
+            }
+            read.push(i);
+            let (start, end) = vault_section_range(&headings, i);
+            asker
+                .call(
+                    "read_note_lines",
+                    json!({ "path": hit.p, "startLine": start, "endLine": end }),
+                )
+                .await?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vault_sections_end_before_the_next_peer() {
+        let h = |level, line| VaultHeading {
+            level,
+            text: String::new(),
+            line,
+        };
+        let headings = vec![h(1, 5), h(2, 9), h(3, 12), h(2, 20)];
+        assert_eq!(vault_section_range(&headings, 1), (9, 19));
+        assert_eq!(vault_section_range(&headings, 2), (12, 19));
+        assert_eq!(vault_section_range(&headings, 3).0, 20);
+        assert!(vault_section_range(&headings, 0).1 > 1000);
+    }
 
     #[test]
     fn best_links_rank_by_overlap_and_resolve() {
