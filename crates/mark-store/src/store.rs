@@ -446,12 +446,9 @@ impl Store {
                     }
                 }
                 Ok(_) => return Err(FolderProblem::InTheWay(shown)),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => match fs::create_dir(&dir) {
-                    Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
-                        return Err(FolderProblem::Io(e));
-                    }
-                    _ => {}
-                },
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    versioned::create_dir_synced(&dir).map_err(FolderProblem::Io)?;
+                }
                 Err(e) => return Err(FolderProblem::Io(e)),
             }
         }

@@ -247,7 +247,7 @@ pub(crate) fn write_version(
     n: u64,
     file_bytes: &[u8],
 ) -> io::Result<bool> {
-    fs::create_dir_all(vdir)?;
+    create_dir_synced(vdir)?;
     let final_path = vdir.join(version_file_name(name, n));
     let temp = temp_path(vdir, &version_file_name(name, n));
     let result = (|| {
@@ -303,6 +303,16 @@ pub(crate) fn switch_link(doc_link: &Path, name: &str, n: u64) -> io::Result<()>
 #[cfg(not(unix))]
 pub(crate) fn switch_link(_doc_link: &Path, _name: &str, _n: u64) -> io::Result<()> {
     Ok(())
+}
+
+/// Creates `dir` (its parent must exist) unless it exists, and makes the
+/// new entry durable by syncing the parent.
+pub(crate) fn create_dir_synced(dir: &Path) -> io::Result<()> {
+    match fs::create_dir(dir) {
+        Ok(()) => dir.parent().map_or(Ok(()), sync_dir),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(unix)]
