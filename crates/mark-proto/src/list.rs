@@ -13,7 +13,7 @@
 use percent_encoding::{percent_decode_str, utf8_percent_encode};
 
 use crate::error::WireError;
-use crate::markdown::{LINK_NAME, bad_body, escape, excerpt, parse_item_lines};
+use crate::markdown::{LINK_NAME, SPECIALS, bad_body, escape, excerpt, parse_item_lines};
 
 const WHAT: &str = "LIST";
 
@@ -51,16 +51,18 @@ pub fn write(entries: &[ListEntry]) -> String {
     let mut out = String::from("\n");
     for entry in entries {
         let slash = if entry.is_dir { "/" } else { "" };
-        let text = escape(&entry.name, &['[', ']']);
+        let text = escape(&entry.name, SPECIALS);
         let link = utf8_percent_encode(&entry.name, LINK_NAME);
         out.push_str(&format!("- [{text}{slash}]({link}{slash})\n"));
     }
     out
 }
 
-/// Parses a LIST body. Blank lines and `#` heading lines are skipped; every
-/// other line must be an entry. The name comes from the link (decoded); a
-/// link with a directory part (`dir/name`) gives its last segment.
+/// Parses a LIST body. Every `- [` line must be an entry; other lines (blank
+/// lines, the reference server's `# Index of /dir/` heading and its
+/// `*...truncated, too many entries*` note) are skipped. The name comes from
+/// the link (decoded); a link with a directory part (`dir/name`) gives its
+/// last segment.
 pub fn parse(body: &[u8]) -> Result<Vec<ListEntry>, WireError> {
     parse_item_lines(WHAT, body, "- [name](link)", parse_entry)
 }
@@ -126,6 +128,20 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_reference_server_page_with_heading_and_truncation_note() {
+        let body = b"\n# Index of /notes/\n\n- [\\_draft\\_.md](_draft_.md)\n- [old \\(2019\\)/](old%20%282019%29/)\n\n*...truncated, too many entries*\n";
+        assert_eq!(
+            parse(body).unwrap(),
+            vec![ListEntry::file("_draft_.md"), ListEntry::dir("old (2019)")]
+        );
+        // Our writer escapes the link text as the reference does.
+        assert_eq!(
+            write(&[ListEntry::dir("old (2019)")]),
+            "\n- [old \\(2019\\)/](old%20%282019%29/)\n"
+        );
+    }
+
+    #[test]
     fn tolerates_blank_lines_headings_and_crlf() {
         let body = b"\r\n\r\n# /dir/\r\n\r\n- [a.md](a.md)\r\n\r\n";
         assert_eq!(parse(body).unwrap(), vec![ListEntry::file("a.md")]);
@@ -147,17 +163,16 @@ mod tests {
 
     #[test]
     fn names_the_bad_line() {
-        let err = parse(b"\n- [a.md](a.md)\nsome prose\n").unwrap_err();
+        let err = parse(b"\n- [a.md](a.md)\n- [broken\n").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "malformed LIST body: line 3 is not `- [name](link)`: `some prose`"
+            "malformed LIST body: line 3 is not `- [name](link)`: `- [broken`"
         );
         for bad in [
-            &b"- a.md\n"[..],
-            b"- [a.md](a.md",
+            &b"- [a.md](a.md"[..],
             b"- [a.md]()\n",
             b"- [d/](/)\n",
-            b"* [a](a)\n",
+            b"- [a.md] (a.md)\n",
         ] {
             assert!(
                 matches!(parse(bad), Err(WireError::BadBody { .. })),

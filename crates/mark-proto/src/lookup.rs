@@ -3,11 +3,13 @@
 //! body mode, where rows may point at sections (`/doc.md#anchor`, title
 //! `Doc › Heading`).
 //!
-//! Cells escape `\`, `|` and the markdown specials `` ` * _ [ ] < > ``
-//! with backslashes, tags are joined by `, ` (a comma inside a tag is
-//! escaped), importance has two decimals. A cell is one line: line breaks
-//! and other control characters are written as spaces, and surrounding
-//! spaces are not kept.
+//! Written as the reference server writes it: cells escape `\` and the
+//! markdown specials `` [ ] ( ) * _ ` ~ # | `` with backslashes; the anchor
+//! follows the escaped path after a bare `#`; tags are joined by `, ` (so a
+//! tag cannot hold a comma); importance has two decimals. A cell is one
+//! line: line breaks and other control characters are written as spaces, and
+//! surrounding spaces are not kept. The reference server's
+//! `# Lookup matches for …` heading is skipped when reading.
 //!
 //! ```
 //! use mark_proto::lookup::{self, LookupRow, LookupTable, MatchMode};
@@ -16,18 +18,18 @@
 //!     rows: vec![LookupRow::document("/a.md", 0.5, "A | B", vec!["x".into()])],
 //! };
 //! let body = lookup::write(&table);
-//! assert_eq!(body, "| Path | Importance | Title | Tags |\n|---|---|---|---|\n| /a.md | 0.50 | A \\| B | x |\n");
+//! assert_eq!(body, "| Path | Importance | Title | Tags |\n|------|------------|-------|------|\n| /a.md | 0.50 | A \\| B | x |\n");
 //! assert_eq!(lookup::parse(body.as_bytes()).unwrap(), table);
 //! ```
 
 use crate::error::WireError;
 use crate::markdown::{
-    bad_body, body_text, escape, excerpt, numbered_lines, split_unescaped, unescape,
+    SPECIALS, bad_body, body_text, escape, excerpt, numbered_lines, rsplit_unescaped,
+    split_unescaped, unescape,
 };
 
 const WHAT: &str = "LOOKUP";
 const CATALOG_COLUMNS: [&str; 4] = ["Path", "Importance", "Title", "Tags"];
-const SPECIALS: [char; 8] = ['|', '`', '*', '_', '[', ']', '<', '>'];
 
 /// What a LOOKUP matched against (request metadata `match`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -118,36 +120,41 @@ pub fn write(table: &LookupTable) -> String {
     if body_mode {
         columns.push("Snippet");
     }
-    let mut out = format!(
-        "| {} |\n|{}\n",
-        columns.join(" | "),
-        "---|".repeat(columns.len())
-    );
+    let separator: String = columns
+        .iter()
+        .map(|c| format!("{}|", "-".repeat(c.len() + 2)))
+        .collect();
+    let mut out = format!("| {} |\n|{separator}\n", columns.join(" | "));
     for row in &table.rows {
-        let tags: Vec<String> = row.tags.iter().map(|t| cell(t, &[','])).collect();
+        let mut location = cell(&row.path);
+        if let Some(anchor) = &row.anchor {
+            // Slugs are left bare, as the reference writes them; only what
+            // would break the row is escaped.
+            location.push('#');
+            location.push_str(&escape(anchor, &['|']));
+        }
         let mut cells = vec![
-            cell(&row.target(), &[]),
+            location,
             format!("{:.2}", row.importance),
-            cell(&row.title, &[]),
-            tags.join(", "),
+            cell(&row.title),
+            cell(&row.tags.join(", ")),
         ];
         if body_mode {
-            cells.push(cell(row.snippet.as_deref().unwrap_or(""), &[]));
+            cells.push(cell(row.snippet.as_deref().unwrap_or("")));
         }
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     out
 }
 
-fn cell(text: &str, extra: &[char]) -> String {
-    let specials: Vec<char> = SPECIALS.iter().chain(extra).copied().collect();
-    escape(text.trim(), &specials).trim().to_string()
+fn cell(text: &str) -> String {
+    escape(text.trim(), SPECIALS).trim().to_string()
 }
 
 /// Parses a LOOKUP table. Leading blank lines, `#` headings and prose before
 /// the header are skipped, as is anything after the table; an empty body
-/// (or one without a table) has no rows. In body mode a path cell
-/// `/doc.md#anchor` is split at its last `#`.
+/// (or one without a table) has no rows. A path cell `/doc.md#anchor` is
+/// split at its last unescaped `#`.
 pub fn parse(body: &[u8]) -> Result<LookupTable, WireError> {
     let text = body_text(WHAT, body)?;
     let mut lines = numbered_lines(text).skip_while(|(_, l)| !l.trim_start().starts_with('|'));
@@ -216,10 +223,9 @@ pub fn parse(body: &[u8]) -> Result<LookupTable, WireError> {
 }
 
 fn parse_row(mode: MatchMode, cells: &[&str]) -> Result<LookupRow, String> {
-    let target = unescape(cells[0]);
-    let (path, anchor) = match (mode, target.rsplit_once('#')) {
-        (MatchMode::Body, Some((p, a))) if !a.is_empty() => (p.to_string(), Some(a.to_string())),
-        _ => (target, None),
+    let (path, anchor) = match rsplit_unescaped(cells[0], '#') {
+        Some((p, a)) if !a.is_empty() => (unescape(p), Some(unescape(a))),
+        _ => (unescape(cells[0]), None),
     };
     if !path.starts_with('/') {
         return Err(format!(
@@ -232,13 +238,11 @@ fn parse_row(mode: MatchMode, cells: &[&str]) -> Result<LookupRow, String> {
         .ok()
         .filter(|i: &f64| i.is_finite())
         .ok_or_else(|| format!("the importance `{}` is not a number", excerpt(cells[1])))?;
-    let tags = match cells[3] {
-        "" => Vec::new(),
-        t => split_unescaped(t, ',')
-            .into_iter()
-            .map(|tag| unescape(tag.trim()))
-            .collect(),
-    };
+    let tags = split_unescaped(cells[3], ',')
+        .into_iter()
+        .map(|tag| unescape(tag.trim()))
+        .filter(|tag| !tag.is_empty())
+        .collect();
     Ok(LookupRow {
         path,
         anchor,
@@ -273,38 +277,73 @@ fn is_separator(line: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn section(path: &str, anchor: &str, title: &str, snippet: &str) -> LookupRow {
-        LookupRow {
-            path: path.into(),
-            anchor: Some(anchor.into()),
-            importance: 0.25,
-            title: title.into(),
-            tags: vec![],
-            snippet: Some(snippet.into()),
-        }
-    }
+    const CATALOG_HEAD: &str =
+        "| Path | Importance | Title | Tags |\n|------|------------|-------|------|\n";
+    const BODY_HEAD: &str = "| Path | Importance | Title | Tags | Snippet |\n|------|------------|-------|------|---------|\n";
 
     #[test]
-    fn writes_catalog_rows_with_two_decimals() {
+    fn writes_catalog_rows_as_the_reference_does() {
         let table = LookupTable {
             mode: MatchMode::Catalog,
             rows: vec![
                 LookupRow::document("/a.md", 1.0, "Alpha", vec!["x".into(), "y z".into()]),
-                LookupRow::document("/b_c.md", 0.333, "B*", vec![]),
+                LookupRow::document("/b_c.md", 0.333, "B* (draft) #1 ~x~", vec![]),
             ],
         };
         assert_eq!(
             write(&table),
-            "| Path | Importance | Title | Tags |\n|---|---|---|---|\n| /a.md | 1.00 | Alpha | x, y z |\n| /b\\_c.md | 0.33 | B\\* |  |\n"
+            format!(
+                "{CATALOG_HEAD}| /a.md | 1.00 | Alpha | x, y z |\n| /b\\_c.md | 0.33 | B\\* \\(draft\\) \\#1 \\~x\\~ |  |\n"
+            )
         );
     }
 
     #[test]
-    fn body_mode_adds_snippets_and_anchors() {
+    fn reads_the_reference_server_tables() {
+        let catalog = format!(
+            "\n# Lookup matches for \"alpha beta\" in /\n\n{CATALOG_HEAD}| /notes/a.md | 0.70 | Alpha | alpha, wire |\n| /notes/b.md | 0.40 | Beta \\| piped | beta |\n"
+        );
+        let table = parse(catalog.as_bytes()).unwrap();
+        assert_eq!(table.mode, MatchMode::Catalog);
+        assert_eq!(
+            table.rows,
+            vec![
+                LookupRow::document(
+                    "/notes/a.md",
+                    0.7,
+                    "Alpha",
+                    vec!["alpha".into(), "wire".into()]
+                ),
+                LookupRow::document("/notes/b.md", 0.4, "Beta | piped", vec!["beta".into()]),
+            ]
+        );
+        let body = format!(
+            "\n# Lookup matches for \"appended\" in /\n\n{BODY_HEAD}| /notes/a.md#appended_notes | 0.70 | Alpha › Appended | alpha, wire | More. |\n"
+        );
+        let table = parse(body.as_bytes()).unwrap();
+        assert_eq!(table.mode, MatchMode::Body);
+        let row = &table.rows[0];
+        assert_eq!(row.path, "/notes/a.md");
+        assert_eq!(row.anchor.as_deref(), Some("appended_notes"));
+        assert_eq!(row.title, "Alpha › Appended");
+        assert_eq!(row.snippet.as_deref(), Some("More."));
+        let empty = format!("\n# Lookup matches for \"zzz\" in /\n\n{CATALOG_HEAD}");
+        assert_eq!(parse(empty.as_bytes()).unwrap(), LookupTable::default());
+    }
+
+    #[test]
+    fn body_mode_adds_snippets_and_bare_anchors() {
         let table = LookupTable {
             mode: MatchMode::Body,
             rows: vec![
-                section("/doc.md", "setup", "Doc › Setup", "run `make` | then\nrest"),
+                LookupRow {
+                    path: "/doc.md".into(),
+                    anchor: Some("set_up".into()),
+                    importance: 0.25,
+                    title: "Doc › Set up".into(),
+                    tags: vec![],
+                    snippet: Some("run `make` | then\nrest".into()),
+                },
                 LookupRow {
                     snippet: Some(String::new()),
                     ..LookupRow::document("/whole.md", 0.0, "Whole", vec!["t".into()])
@@ -314,39 +353,48 @@ mod tests {
         let body = write(&table);
         assert_eq!(
             body,
-            "| Path | Importance | Title | Tags | Snippet |\n|---|---|---|---|---|\n| /doc.md#setup | 0.25 | Doc › Setup |  | run \\`make\\` \\| then rest |\n| /whole.md | 0.00 | Whole | t |  |\n"
+            format!(
+                "{BODY_HEAD}| /doc.md#set_up | 0.25 | Doc › Set up |  | run \\`make\\` \\| then rest |\n| /whole.md | 0.00 | Whole | t |  |\n"
+            )
         );
         let parsed = parse(body.as_bytes()).unwrap();
-        assert_eq!(parsed.mode, MatchMode::Body);
-        assert_eq!(parsed.rows[0].anchor.as_deref(), Some("setup"));
         assert_eq!(
             parsed.rows[0].snippet.as_deref(),
             Some("run `make` | then rest")
         );
+        assert_eq!(parsed.rows[0].anchor.as_deref(), Some("set_up"));
         assert_eq!(parsed.rows[1], table.rows[1]);
     }
 
     #[test]
-    fn escapes_backslashes_pipes_and_commas_in_tags() {
+    fn escapes_backslashes_pipes_and_hashes() {
         let table = LookupTable {
-            mode: MatchMode::Catalog,
-            rows: vec![LookupRow::document(
-                "/a|b.md",
-                0.5,
-                r"C:\dir",
-                vec!["a,b".into(), r"\".into()],
-            )],
+            mode: MatchMode::Body,
+            rows: vec![LookupRow {
+                anchor: Some("x".into()),
+                snippet: Some(r"a\b".into()),
+                ..LookupRow::document("/c#|d.md", 0.5, r"C:\dir", vec![r"\".into()])
+            }],
         };
         let body = write(&table);
         assert!(
-            body.contains(r"| /a\|b.md | 0.50 | C:\\dir | a\,b, \\ |"),
+            body.contains(r"| /c\#\|d.md#x | 0.50 | C:\\dir | \\ | a\\b |"),
             "{body}"
         );
         assert_eq!(parse(body.as_bytes()).unwrap(), table);
     }
 
     #[test]
-    fn reads_tables_after_blank_lines_and_with_aligned_separators() {
+    fn tags_split_at_commas() {
+        let body = format!("{CATALOG_HEAD}| /a.md | 0.10 | A | x,y , ,z |\n");
+        assert_eq!(
+            parse(body.as_bytes()).unwrap().rows[0].tags,
+            vec!["x", "y", "z"]
+        );
+    }
+
+    #[test]
+    fn reads_aligned_separators_and_stops_after_the_table() {
         let body = b"\n\n| Path | Importance | Title | Tags |\n|:-----|-----:|:---:|---|\n| /a.md | 0.9 | A | |\n\n_2 matches_\n";
         let table = parse(body).unwrap();
         assert_eq!(table.rows.len(), 1);
@@ -366,25 +414,35 @@ mod tests {
     }
 
     #[test]
-    fn catalog_mode_keeps_hashes_in_paths() {
-        let body =
-            b"| Path | Importance | Title | Tags |\n|---|---|---|---|\n| /c#.md | 0.10 | C# | |\n";
-        let row = &parse(body).unwrap().rows[0];
-        assert_eq!((row.path.as_str(), row.anchor.as_deref()), ("/c#.md", None));
-    }
-
-    #[test]
     fn bad_tables_name_the_problem() {
-        let cases: [(&[u8], &str); 6] = [
-            (b"| Name | Score |\n|---|---|\n", "the header is not `| Path | Importance | Title | Tags |`"),
-            (b"| Path | Importance | Title | Tags |\n| /a.md | 1 | A | |\n", "separator"),
-            (b"| Path | Importance | Title | Tags |\n|---|---|---|---|\n| /a.md | 1 | A |\n", "line 3 does not have 4 cells"),
-            (b"| Path | Importance | Title | Tags |\n|---|---|---|---|\n| /a.md | high | A | |\n", "the importance `high` is not a number"),
-            (b"| Path | Importance | Title | Tags |\n|---|---|---|---|\n| /a.md | NaN | A | |\n", "the importance `NaN` is not a number"),
-            (b"| Path | Importance | Title | Tags |\n|---|---|---|---|\n| a.md | 1 | A | |\n", "does not start with /"),
+        let cases: [(String, &str); 6] = [
+            (
+                "| Name | Score |\n|---|---|\n".into(),
+                "the header is not `| Path | Importance | Title | Tags |`",
+            ),
+            (
+                "| Path | Importance | Title | Tags |\n| /a.md | 1 | A | |\n".into(),
+                "separator",
+            ),
+            (
+                format!("{CATALOG_HEAD}| /a.md | 1 | A |\n"),
+                "line 3 does not have 4 cells",
+            ),
+            (
+                format!("{CATALOG_HEAD}| /a.md | high | A | |\n"),
+                "the importance `high` is not a number",
+            ),
+            (
+                format!("{CATALOG_HEAD}| /a.md | NaN | A | |\n"),
+                "the importance `NaN` is not a number",
+            ),
+            (
+                format!("{CATALOG_HEAD}| a.md | 1 | A | |\n"),
+                "does not start with /",
+            ),
         ];
         for (body, want) in cases {
-            let err = parse(body).unwrap_err().to_string();
+            let err = parse(body.as_bytes()).unwrap_err().to_string();
             assert!(err.contains(want), "{err}");
         }
     }

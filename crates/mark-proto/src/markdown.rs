@@ -23,10 +23,11 @@ pub(crate) fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> 
     text.lines().enumerate().map(|(i, l)| (i + 1, l))
 }
 
-/// Parses a body of one item per line: blank lines and `#` headings are
-/// skipped, `parse_line` reads each other (trimmed) line; a line it does
-/// not recognise (`None`) is an error naming the line and the `shape` it
-/// should have.
+/// Parses a body of one item per line. Every line that opens a markdown
+/// link list item (`- [`) is an item and must satisfy `parse_line` (`None`
+/// is an error naming the line and the `shape` it should have); the other
+/// lines (blank lines, the reference server's `# Index of …` heading, its
+/// `*...truncated…*` note) carry nothing and are skipped.
 pub(crate) fn parse_item_lines<T>(
     what: &'static str,
     body: &[u8],
@@ -37,7 +38,7 @@ pub(crate) fn parse_item_lines<T>(
     let mut items = Vec::new();
     for (n, line) in numbered_lines(text) {
         let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
+        if !trimmed.starts_with("- [") {
             continue;
         }
         let item = parse_line(trimmed).ok_or_else(|| {
@@ -64,6 +65,10 @@ pub(crate) fn excerpt(line: &str) -> String {
         cut
     }
 }
+
+/// What the reference server backslash-escapes in link texts, headings and
+/// table cells (besides `\` itself).
+pub(crate) const SPECIALS: &[char] = &['[', ']', '(', ')', '*', '_', '`', '~', '#', '|'];
 
 /// Backslash-escapes `\` and every character of `specials`; line breaks
 /// and other control characters become spaces (a cell or a link text is one
@@ -100,6 +105,13 @@ pub(crate) fn unescape(text: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// Splits `text` at its last `sep` not escaped by a backslash.
+pub(crate) fn rsplit_unescaped(text: &str, sep: char) -> Option<(&str, &str)> {
+    let last = *split_unescaped(text, sep).last()?;
+    let cut = text.len().checked_sub(last.len() + sep.len_utf8())?;
+    (cut < text.len() && text[cut..].starts_with(sep)).then(|| (&text[..cut], last))
 }
 
 /// Splits `text` at every `sep` not escaped by a backslash; the pieces keep
@@ -201,6 +213,12 @@ mod tests {
             vec!["a", r"b\|c", r"\\", "d"]
         );
         assert_eq!(split_unescaped("", '|'), vec![""]);
+        assert_eq!(
+            rsplit_unescaped(r"/c\#.md#a#b", '#'),
+            Some((r"/c\#.md#a", "b"))
+        );
+        assert_eq!(rsplit_unescaped(r"/c\#.md", '#'), None);
+        assert_eq!(rsplit_unescaped("#", '#'), Some(("", "")));
     }
 
     #[test]

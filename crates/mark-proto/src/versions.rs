@@ -1,5 +1,7 @@
 //! VERSIONS bodies: one line per version, newest first:
-//! `- [vN](/path/vN) - <RFC 3339>`.
+//! `- [vN](/path/vN) - <RFC 3339>`. The reference server opens the body
+//! with a `# Version History: /path` heading and escapes the whole path in
+//! the link (`%2Fpath/vN`); both are read.
 //!
 //! ```
 //! use mark_proto::versions::{self, VersionEntry};
@@ -8,6 +10,8 @@
 //! assert_eq!(body, "- [v2](/doc.md/v2) - 2026-02-17T10:00:00Z\n");
 //! assert_eq!(versions::parse(body.as_bytes()).unwrap(), entries);
 //! ```
+
+use percent_encoding::percent_decode_str;
 
 use crate::error::WireError;
 use crate::markdown::{bad_body, excerpt, is_rfc3339, parse_item_lines};
@@ -71,7 +75,8 @@ pub fn write(entries: &[VersionEntry]) -> Result<String, WireError> {
     Ok(out)
 }
 
-/// Parses a VERSIONS body; blank lines and `#` headings are skipped.
+/// Parses a VERSIONS body: every `- [` line must be a version line; other
+/// lines (blank, headings) are skipped.
 pub fn parse(body: &[u8]) -> Result<Vec<VersionEntry>, WireError> {
     parse_item_lines(WHAT, body, "- [vN](/path/vN) - <RFC 3339 time>", |line| {
         parse_line(line).map(Ok)
@@ -86,12 +91,24 @@ fn parse_line(line: &str) -> Option<VersionEntry> {
         return None;
     }
     let version: u64 = number.parse().ok()?;
-    let path = link.strip_suffix(&format!("/v{number}"))?;
+    let path = link_path(link.strip_suffix(&format!("/v{number}"))?)?;
     let modified = modified.trim();
-    if path.is_empty() || check_path(path).is_err() || !is_rfc3339(modified) {
+    if !is_rfc3339(modified) {
         return None;
     }
     Some(VersionEntry::new(path, version, modified))
+}
+
+/// The document path of a link: a request path as written (`/a.md`), or the
+/// whole path percent-escaped as the reference server writes it
+/// (`%2Fdocs%2Fa.md`), decoded.
+fn link_path(link: &str) -> Option<String> {
+    if link.starts_with('/') {
+        return check_path(link).is_ok().then(|| link.to_string());
+    }
+    let decoded = percent_decode_str(link).decode_utf8().ok()?;
+    (decoded.starts_with('/') && !decoded.contains(|c: char| c.is_control()))
+        .then(|| decoded.into_owned())
 }
 
 #[cfg(test)]
@@ -109,6 +126,19 @@ mod tests {
         assert!(got.iter().all(|e| e.path == "/notes/a.md"));
         assert_eq!(got[2].modified, "2026-02-15T08:00:00+01:00");
         assert_eq!(write(&got).unwrap().as_bytes(), body);
+    }
+
+    #[test]
+    fn reads_the_reference_server_layout() {
+        // Heading, and the whole path escaped in the link.
+        let body = b"\n# Version History: /notes/a b.md\n\n- [v2](%2Fnotes%2Fa%20b.md/v2) - 2026-01-02T00:00:00Z\n- [v1](%2Fnotes%2Fa%20b.md/v1) - 2026-01-01T00:00:00Z\n";
+        assert_eq!(
+            parse(body).unwrap(),
+            vec![
+                VersionEntry::new("/notes/a b.md", 2, "2026-01-02T00:00:00Z"),
+                VersionEntry::new("/notes/a b.md", 1, "2026-01-01T00:00:00Z"),
+            ]
+        );
     }
 
     #[test]
@@ -131,7 +161,8 @@ mod tests {
             b"- [v1](/a.md/v1) - yesterday\n",
             b"- [v1](/a.md/v1)\n",
             b"- [v99999999999999999999](/a.md/v99999999999999999999) - 2026-02-15T08:00:00Z\n",
-            b"v1 2026\n",
+            b"- [v1](%2Fa.md%0A/v1) - 2026-02-15T08:00:00Z\n",
+            b"- [v1](%FF/v1) - 2026-02-15T08:00:00Z\n",
         ] {
             assert!(
                 matches!(parse(bad), Err(WireError::BadBody { .. })),
@@ -143,10 +174,10 @@ mod tests {
 
     #[test]
     fn names_the_bad_line() {
-        let err = parse(b"- [v1](/a.md/v1) - 2026-02-15T08:00:00Z\noops\n").unwrap_err();
+        let err = parse(b"- [v1](/a.md/v1) - 2026-02-15T08:00:00Z\n- [v0] oops\n").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "malformed VERSIONS body: line 2 is not `- [vN](/path/vN) - <RFC 3339 time>`: `oops`"
+            "malformed VERSIONS body: line 2 is not `- [vN](/path/vN) - <RFC 3339 time>`: `- [v0] oops`"
         );
     }
 
