@@ -23,7 +23,15 @@ const CONNECTOR_PUNCTUATION: [char; 10] = [
 pub fn slugify(text: &str) -> String {
     let mut slug = String::with_capacity(text.len());
     for c in text.chars() {
-        if c.is_whitespace() {
+        if c.is_ascii() {
+            // Fast path for the common case; same rules as below.
+            match c {
+                'a'..='z' | '0'..='9' | '_' | '-' => slug.push(c),
+                'A'..='Z' => slug.push(c.to_ascii_lowercase()),
+                ' ' | '\t' | '\n' | '\x0B' | '\x0C' | '\r' => slug.push('-'),
+                _ => {}
+            }
+        } else if c.is_whitespace() {
             slug.push('-');
         } else if c == '-' || c.is_alphanumeric() || CONNECTOR_PUNCTUATION.contains(&c) {
             // `to_lowercase` may yield several chars (e.g. 'İ'); all of them are kept.
@@ -48,6 +56,10 @@ impl Slugger {
         let base = slugify(text);
         if base.is_empty() {
             return None;
+        }
+        if !self.occurrences.contains_key(&base) {
+            self.occurrences.insert(base.clone(), 0);
+            return Some(base);
         }
         let mut candidate = base.clone();
         while self.occurrences.contains_key(&candidate) {
