@@ -104,7 +104,8 @@ impl<S: AsRef<str>> Document<S> {
         self.frontmatter.as_ref()
     }
 
-    /// The source range after the frontmatter (the whole source when there is none).
+    /// The source range after the frontmatter (the whole source when there is none), a
+    /// leading byte-order mark excluded.
     pub fn body_range(&self) -> Range<usize> {
         self.body.clone()
     }
@@ -483,6 +484,13 @@ mod tests {
         let doc = Document::parse("# ![logo](x.png) Title\n");
         assert_eq!(doc.headings()[0].text, "Title");
         assert_eq!(doc.links()[0].text, "logo");
+    }
+
+    #[test]
+    fn byte_order_mark_is_not_part_of_the_body() {
+        let doc = Document::parse("\u{FEFF}# Title\n");
+        assert_eq!(doc.body(), "# Title\n");
+        assert_eq!(doc.headings()[0].text, "Title");
     }
 
     #[test]

@@ -27,7 +27,8 @@ pub struct Frontmatter {
 }
 
 /// Splits a leading frontmatter block off `source`. Returns it and the byte offset where
-/// the markdown body begins (0 when there is no block).
+/// the markdown body begins: after the block, else after a byte-order mark (which would
+/// otherwise hide a first-line heading from the parser), else 0.
 pub(crate) fn split(source: &str) -> (Option<Frontmatter>, usize) {
     let start = if source.starts_with('\u{FEFF}') {
         '\u{FEFF}'.len_utf8()
@@ -36,10 +37,10 @@ pub(crate) fn split(source: &str) -> (Option<Frontmatter>, usize) {
     };
     let mut lines = Lines { source, pos: start };
     let Some(first) = lines.next() else {
-        return (None, 0);
+        return (None, start);
     };
     if first.text.trim_end_matches([' ', '\t']) != "---" {
-        return (None, 0);
+        return (None, start);
     }
     let yaml_start = first.end;
     for line in lines {
@@ -51,7 +52,7 @@ pub(crate) fn split(source: &str) -> (Option<Frontmatter>, usize) {
             return (Some(frontmatter), line.end);
         }
     }
-    (None, 0)
+    (None, start)
 }
 
 /// One line of the source: its text without the line break, and where it starts and ends
@@ -213,6 +214,7 @@ mod tests {
     #[test]
     fn not_frontmatter_without_closer_or_when_not_first() {
         assert_eq!(split("---\ntitle: x\n").1, 0);
+        assert_eq!(split("\u{FEFF}# x\n").1, 3);
         assert!(split("\n---\ntitle: x\n---\n").0.is_none());
         assert!(split("--- \nx: 1\n---").0.is_some());
         assert!(split("----\nx: 1\n----\n").0.is_none());
