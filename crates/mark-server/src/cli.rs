@@ -217,37 +217,38 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let endpoint = quinn::Endpoint::server(server_config, args.listen)
             .with_context(|| format!("listening on {}", args.listen))?;
         let addr = endpoint.local_addr().context("reading the bound address")?;
+        let shutdown = shutdown_signal()?;
         tracing::info!(root = %root.display(), "serving on {addr}, certificate {fingerprint}");
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening {addr} fingerprint {fingerprint}")?;
         out.flush()?;
         drop(out);
-        listener::serve(endpoint, handler, limits, shutdown_signal()).await;
+        listener::serve(endpoint, handler, limits, shutdown).await;
         Ok(())
     })
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// Installs the SIGINT and SIGTERM handlers now (so a signal that comes
+/// right after the `listening` line is not lost to the default action) and
+/// returns a future that resolves on the first of them.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
+        let mut term = signal(SignalKind::terminate()).context("watching SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).context("watching SIGINT")?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
             }
-            Err(e) => {
-                tracing::warn!("cannot watch SIGTERM ({e}); only SIGINT stops the server");
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+        })
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }
 

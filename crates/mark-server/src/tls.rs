@@ -79,9 +79,12 @@ impl ServerIdentity {
         }
         let made = rcgen::generate_simple_self_signed(names)?;
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.signing_key.serialize_der()));
-        let chain = vec![made.cert.der().clone()];
-        ServerIdentity::new(chain, key)
-            .ok_or(TlsSetupError::Quic("rcgen returned no certificate".into()))
+        let cert = made.cert.der().clone();
+        Ok(ServerIdentity {
+            fingerprint: Sha256::digest(cert.as_ref()).into(),
+            chain: vec![cert],
+            key,
+        })
     }
 
     fn new(
