@@ -2,7 +2,9 @@
 //! thin adapter over the same library function as its MCP tool, with the
 //! same parameter names and the same text output.
 
+use crate::crawl::CrawlSettings;
 use crate::envelope::ToolText;
+use crate::explore::{ExploreParams, explore};
 use crate::fetch::{FetchParams, fetch};
 use crate::list::{ListParams, list};
 use crate::lookup::{LookupParams, lookup};
@@ -11,6 +13,7 @@ use crate::settings::{Settings, parse_bytes, parse_duration};
 use crate::versions::{VersionsParams, versions};
 use crate::write::{AppendParams, ArchiveParams, PublishParams, append, archive, publish};
 use clap::{Parser, Subcommand};
+use link_graph::CrawlLimits;
 use markdown_slice::{Document, OutlineOptions};
 use std::io::Read;
 use std::path::PathBuf;
@@ -57,6 +60,24 @@ pub struct Cli {
     /// Longest text in one result; longer bodies come in pages.
     #[arg(long, global = true, default_value = "80000", value_name = "BYTES", value_parser = parse_bytes)]
     pub page_bytes: usize,
+    /// Crawl the source for the link graph at start (a --root folder always is).
+    #[arg(long, global = true)]
+    pub crawl: bool,
+    /// Documents one crawl fetches at most.
+    #[arg(long, global = true, default_value = "5000", value_name = "N")]
+    pub crawl_docs: usize,
+    /// Body bytes one crawl reads at most.
+    #[arg(long, global = true, default_value = "64MiB", value_name = "BYTES", value_parser = parse_bytes)]
+    pub crawl_bytes: usize,
+    /// Time after which a crawl sends no new request.
+    #[arg(long, global = true, default_value = "60s", value_name = "DURATION", value_parser = parse_duration)]
+    pub crawl_time: Duration,
+    /// How long a card waits for an unfinished crawl (it goes on in the background).
+    #[arg(long, global = true, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
+    pub crawl_wait: Duration,
+    /// Crawl requests in flight at once.
+    #[arg(long, global = true, default_value = "16", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub crawl_concurrency: u16,
     /// Offer the write tools (mark_publish, mark_append, mark_archive).
     #[arg(long, global = true)]
     pub write: bool,
@@ -76,6 +97,8 @@ pub struct Cli {
 pub enum Verb {
     /// Read a document, an outline or sections (mark_fetch).
     Fetch(FetchParams),
+    /// A card: outline, opening, links, backlinks, siblings (mark_explore).
+    Explore(ExploreParams),
     /// Search the catalog (mark_lookup).
     Lookup(LookupParams),
     /// List a folder (mark_list).
@@ -111,6 +134,16 @@ impl Cli {
             fresh_for: self.fresh_for,
             dedup_ttl: self.dedup_ttl,
             page_bytes: self.page_bytes,
+            crawl: CrawlSettings {
+                limits: CrawlLimits {
+                    max_documents: self.crawl_docs,
+                    max_bytes: self.crawl_bytes as u64,
+                    time_budget: self.crawl_time,
+                    max_in_flight: usize::from(self.crawl_concurrency),
+                },
+                wait: self.crawl_wait,
+                at_start: self.crawl || self.root.is_some(),
+            },
         }
     }
 }
@@ -132,6 +165,7 @@ pub async fn run(session: &Session, verb: Verb) -> ToolText {
     let now = Instant::now();
     match verb {
         Verb::Fetch(p) => fetch(session, p, now).await,
+        Verb::Explore(p) => explore(session, p, now).await,
         Verb::Lookup(p) => lookup(session, p).await,
         Verb::List(p) => list(session, p).await,
         Verb::Versions(p) => versions(session, p).await,

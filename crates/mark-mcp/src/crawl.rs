@@ -12,6 +12,7 @@
 //! It is not the planner (link-graph decides what to request next) nor a body
 //! cache: crawled bodies are parsed for their links and dropped.
 
+use crate::list::NAME;
 use crate::source::{Source, SourceError};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -20,6 +21,8 @@ use link_graph::{
 };
 use mark_proto::{Request, Response, Status, Verb};
 use markdown_slice::Document;
+use percent_encoding::{percent_decode_str, utf8_percent_encode};
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::{Notify, watch};
@@ -176,6 +179,23 @@ impl Shared {
     }
 }
 
+/// A request path as the graph keys it: percent-decoded once (the graph
+/// holds the decoded paths markdown-slice resolves links to).
+pub fn graph_key(path: &str) -> Cow<'_, str> {
+    percent_decode_str(path)
+        .decode_utf8()
+        .unwrap_or(Cow::Borrowed(path))
+}
+
+/// A graph path as a request path: each segment percent-encoded the way
+/// `mark_list` writes names, so spaces and `#` survive the trip.
+pub fn wire_path(path: &str) -> String {
+    path.split('/')
+        .map(|seg| utf8_percent_encode(seg, NAME).to_string())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Whether `path` names a current markdown document (not `/doc.md/v2`, not a folder).
 fn is_document_path(path: &str) -> bool {
     path.rsplit('/')
@@ -226,13 +246,16 @@ impl SessionGraph {
         let shared = Arc::clone(&self.shared);
         tokio::spawn(async move {
             let outcome = crawl(&shared, &stop, &Instant::now).await;
-            *lock(&shared.running) = None;
+            // State and slot change under one lock, so `start` never sees a
+            // crawl that has ended but is not yet marked so.
+            let mut running = lock(&shared.running);
             shared.progress.send_modify(|p| {
                 p.state = match outcome {
                     Some(o) => CrawlState::Done(o),
                     None => CrawlState::Idle,
                 }
             });
+            *running = None;
         });
         true
     }
@@ -250,7 +273,8 @@ impl SessionGraph {
     /// `watcher` the progress and giving up when it is cancelled.
     pub async fn wait(&self, at_most: Duration, watcher: &dyn CrawlWatcher) -> Waited {
         let mut rx = self.shared.progress.subscribe();
-        let deadline = tokio::time::Instant::now() + at_most;
+        // A wait too long to add to the clock is no deadline at all.
+        let deadline = tokio::time::Instant::now().checked_add(at_most);
         let mut last_sent: Option<tokio::time::Instant> = None;
         loop {
             let progress = rx.borrow_and_update().clone();
@@ -268,7 +292,7 @@ impl SessionGraph {
                         return Waited::Settled;
                     }
                 }
-                () = tokio::time::sleep_until(deadline) => return Waited::TimedOut,
+                () = sleep_until(deadline) => return Waited::TimedOut,
                 () = watcher.cancelled() => return Waited::Cancelled,
             }
         }
@@ -278,6 +302,7 @@ impl SessionGraph {
     /// the session read. Pinned versions and non-documents are left out;
     /// without an etag the body's hash stands in.
     pub fn index<S: AsRef<str>>(&self, path: &str, etag: Option<&str>, doc: &Document<S>) {
+        let path = &*graph_key(path);
         if !is_document_path(path) {
             return;
         }
@@ -296,34 +321,48 @@ impl SessionGraph {
 
     /// Forgets a document that answered `not-found` or `archived`.
     pub fn forget(&self, path: &str) {
-        self.shared.write().remove(path);
+        self.shared.write().remove(&graph_key(path));
     }
 
-    /// The links into `path` and how complete the graph is.
+    /// The links into `path` (a request path, percent-encoded or not) and how
+    /// complete the graph is.
     pub fn backlinks(&self, path: &str) -> (Vec<Backlink>, Coverage) {
         let graph = self.shared.read();
-        (graph.backlinks(path), graph.coverage())
+        (graph.backlinks(&graph_key(path)), graph.coverage())
     }
 
     /// The title `path` was indexed with.
     pub fn title(&self, path: &str) -> Option<String> {
-        self.shared.read().title(path).map(str::to_string)
+        self.shared
+            .read()
+            .title(&graph_key(path))
+            .map(str::to_string)
     }
 }
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The longest crawl time budget: the planner adds it to the clock.
+const MAX_TIME_BUDGET: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// The request for one step: LIST paged, FETCH conditional on the etag the
 /// graph holds.
 fn request_for(step: &CrawlStep, etag: Option<&str>) -> Request {
     match step {
         CrawlStep::List { dir, cursor } => {
-            let req = Request::new(Verb::List, dir.as_str()).with_meta("page-size", LIST_PAGE);
+            let req = Request::new(Verb::List, wire_path(dir)).with_meta("page-size", LIST_PAGE);
             match cursor {
                 Some(c) => req.with_meta("cursor", c.as_str()),
                 None => req,
             }
         }
         CrawlStep::Fetch { path } => {
-            let req = Request::new(Verb::Fetch, path.as_str());
+            let req = Request::new(Verb::Fetch, wire_path(path));
             match etag {
                 Some(e) => req.with_meta("if-none-match", e),
                 None => req,
@@ -339,7 +378,11 @@ async fn crawl(
     stop: &Notify,
     clock: &(dyn Fn() -> Instant + Sync),
 ) -> Option<CrawlOutcome> {
-    let mut plan = match CrawlPlan::new("/", shared.settings.limits, clock()) {
+    let limits = CrawlLimits {
+        time_budget: shared.settings.limits.time_budget.min(MAX_TIME_BUDGET),
+        ..shared.settings.limits
+    };
+    let mut plan = match CrawlPlan::new("/", limits, clock()) {
         Ok(p) => p,
         Err(e) => {
             tracing::warn!(error = %e, "crawl not started");
@@ -503,4 +546,166 @@ fn fetched(
         fetched: true,
         ..Reported::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::LocalSource;
+    use std::path::Path;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The real engine over the fixture, counting how many requests are out at once.
+    struct Counted {
+        inner: LocalSource,
+        now: AtomicUsize,
+        most: AtomicUsize,
+    }
+
+    impl Source for Counted {
+        fn send(&self, req: Request) -> BoxFuture<'_, Result<Response, SourceError>> {
+            Box::pin(async move {
+                let out = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+                self.most.fetch_max(out, Ordering::SeqCst);
+                let answer = self.inner.send(req).await;
+                self.now.fetch_sub(1, Ordering::SeqCst);
+                answer
+            })
+        }
+        fn origin(&self) -> String {
+            self.inner.origin()
+        }
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+    }
+
+    fn counted() -> Arc<Counted> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/explore");
+        Arc::new(Counted {
+            inner: LocalSource::open(&root, false).unwrap(),
+            now: AtomicUsize::new(0),
+            most: AtomicUsize::new(0),
+        })
+    }
+
+    fn graph_over(source: Arc<Counted>, limits: CrawlLimits) -> SessionGraph {
+        let settings = CrawlSettings {
+            limits,
+            ..CrawlSettings::default()
+        };
+        SessionGraph::new(source, settings)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_full_crawl_is_complete_and_a_second_moves_no_body() {
+        let source = counted();
+        let graph = graph_over(Arc::clone(&source), CrawlSettings::default().limits);
+        let stop = Notify::new();
+        let outcome = crawl(&graph.shared, &stop, &Instant::now).await.unwrap();
+        assert!(outcome.complete, "{outcome:?}");
+        assert_eq!((outcome.documents, outcome.listings), (31, 4));
+        let (backlinks, coverage) = graph.backlinks("/hub.md");
+        assert!(coverage.complete);
+        assert_eq!(graph.title("/hub.md").as_deref(), Some("Harbour Hub"));
+        let sources: std::collections::HashSet<_> =
+            backlinks.iter().map(|b| b.source.clone()).collect();
+        assert_eq!(sources.len(), 29);
+        let again = crawl(&graph.shared, &stop, &Instant::now).await.unwrap();
+        assert_eq!((again.documents, again.bytes), (31, 0));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_more_than_the_concurrency_bound_is_in_flight() {
+        for bound in [1, 3] {
+            let source = counted();
+            let limits = CrawlLimits {
+                max_in_flight: bound,
+                ..CrawlSettings::default().limits
+            };
+            let graph = graph_over(Arc::clone(&source), limits);
+            let outcome = crawl(&graph.shared, &Notify::new(), &Instant::now)
+                .await
+                .unwrap();
+            assert!(outcome.complete);
+            let most = source.most.load(Ordering::SeqCst);
+            assert!(
+                most <= bound && most >= 1,
+                "{most} in flight, bound {bound}"
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_time_budget_is_read_from_the_clock_it_is_given() {
+        // Each reading of the clock is one second later: the 5 s budget runs
+        // out after a few steps, without sleeping.
+        let t0 = Instant::now();
+        let ticks = AtomicUsize::new(0);
+        let clock = || t0 + Duration::from_secs(ticks.fetch_add(1, Ordering::SeqCst) as u64);
+        let limits = CrawlLimits {
+            time_budget: Duration::from_secs(5),
+            max_in_flight: 1,
+            ..CrawlSettings::default().limits
+        };
+        let graph = graph_over(counted(), limits);
+        let outcome = crawl(&graph.shared, &Notify::new(), &clock).await.unwrap();
+        assert_eq!(
+            outcome.stopped,
+            Some(link_graph::StopReason::Deadline(Duration::from_secs(5)))
+        );
+        assert!(!outcome.complete && outcome.documents < 31);
+        assert!(!graph.backlinks("/hub.md").1.complete);
+    }
+
+    /// A watcher already cancelled.
+    struct Gone;
+    impl CrawlWatcher for Gone {
+        fn progress(&self, _: &CrawlProgress) -> BoxFuture<'_, ()> {
+            Box::pin(std::future::ready(()))
+        }
+        fn cancelled(&self) -> BoxFuture<'_, ()> {
+            Box::pin(std::future::ready(()))
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cancelled_wait_and_a_stopped_crawl_leave_the_graph_partial() {
+        let limits = CrawlLimits {
+            max_in_flight: 1,
+            ..CrawlSettings::default().limits
+        };
+        let graph = graph_over(counted(), limits);
+        assert!(graph.start());
+        assert!(!graph.start(), "one crawl at a time");
+        assert_eq!(
+            graph.wait(Duration::from_secs(10), &Gone).await,
+            Waited::Cancelled
+        );
+        graph.stop();
+        assert_eq!(
+            graph.wait(Duration::from_secs(10), &Unwatched).await,
+            Waited::Settled
+        );
+        assert_eq!(graph.progress().state, CrawlState::Idle);
+        assert!(!graph.backlinks("/hub.md").1.complete);
+        // A stopped crawl starts again and completes.
+        assert!(graph.start());
+        assert_eq!(
+            graph.wait(Duration::from_secs(10), &Unwatched).await,
+            Waited::Settled
+        );
+        assert!(matches!(graph.progress().state, CrawlState::Done(o) if o.complete));
+        assert!(graph.backlinks("/hub.md").1.complete);
+        assert!(!graph.start(), "a finished crawl is not repeated");
+    }
+
+    #[test]
+    fn only_current_markdown_documents_are_indexed() {
+        assert!(is_document_path("/a/b.md"));
+        assert!(is_document_path("/README.MD"));
+        for not in ["/a/b.md/v2", "/dir/", "/.md", "/sha256-00", "/a.txt"] {
+            assert!(!is_document_path(not), "{not}");
+        }
+    }
 }

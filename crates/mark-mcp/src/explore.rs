@@ -10,18 +10,19 @@
 //! and that cursor (a section name and an offset) asks for the next page of
 //! just that section.
 
-use crate::crawl::{CrawlProgress, CrawlState, CrawlWatcher, Unwatched, Waited};
+use crate::crawl::{
+    CrawlProgress, CrawlState, CrawlWatcher, Unwatched, Waited, graph_key, wire_path,
+};
 use crate::dedup::Slice;
 use crate::envelope::{ToolText, size_line};
 use crate::fetch::change_note;
-use crate::list::{NAME, entry_path};
+use crate::list::entry_path;
 use crate::session::{CachedDoc, Loaded, Session};
 use futures::future::BoxFuture;
 use link_graph::{Backlink, Coverage};
 use mark_proto::list::ListEntry;
 use mark_proto::{Request, Status, Verb};
 use markdown_slice::{OutlineEntry, OutlineOptions, Target};
-use percent_encoding::utf8_percent_encode;
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::schemars::{self, JsonSchema};
@@ -123,7 +124,8 @@ pub async fn explore_watched(
         Ok(t) => t,
         Err(e) => return ToolText::error(e),
     };
-    let path = target.path;
+    // Decoded, as the graph and link resolution have paths; requests re-encode.
+    let path = graph_key(&target.path).into_owned();
     if path.ends_with('/') {
         return ToolText::error(format!(
             "{path} is a folder; explore a document in it (mark_list {path} names them)"
@@ -154,14 +156,6 @@ pub async fn explore_watched(
 /// The folder holding `path`, with a trailing `/`.
 fn parent_dir(path: &str) -> &str {
     path.rfind('/').map_or("/", |i| &path[..=i])
-}
-
-/// `path` as a link target: each segment percent-encoded as `mark_list` writes names.
-fn display_path(path: &str) -> String {
-    path.split('/')
-        .map(|seg| utf8_percent_encode(seg, NAME).to_string())
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 /// Cuts `text` to one line of at most `max` bytes, marking a cut with `…`.
@@ -293,7 +287,7 @@ fn backlink_lines(view: &GraphView) -> (String, Vec<String>) {
         lines.push(format!(
             "- [{}]({}{section}){more}",
             label(name, LABEL_BYTES),
-            display_path(&first.source)
+            wire_path(&first.source)
         ));
         rest = &rest[same..];
     }
@@ -337,7 +331,7 @@ fn link_lines(path: &str, cached: &CachedDoc) -> Vec<String> {
             Target::Internal { path: p, .. } if p == path => continue,
             Target::Internal { path: p, fragment } => {
                 let anchor = fragment.map(|f| format!("#{f}")).unwrap_or_default();
-                (format!("{}{anchor}", display_path(&p)), true)
+                (format!("{}{anchor}", wire_path(&p)), true)
             }
             Target::External(url) => (url, false),
         };
@@ -379,12 +373,12 @@ fn sibling_lines(session: &Session, dir: &str, path: &str, entries: &[ListEntry]
 
 fn siblings_heading(dir: &str, listing: &Listing, count: usize) -> String {
     match listing {
-        Ok((_, true)) => format!("## Siblings in {} ({count})", display_path(dir)),
+        Ok((_, true)) => format!("## Siblings in {} ({count})", wire_path(dir)),
         Ok((_, false)) => format!(
             "## Siblings in {} ({count}+, listing paged)",
-            display_path(dir)
+            wire_path(dir)
         ),
-        Err(_) => format!("## Siblings in {}", display_path(dir)),
+        Err(_) => format!("## Siblings in {}", wire_path(dir)),
     }
 }
 
@@ -496,9 +490,10 @@ fn header(cached: &CachedDoc) -> ToolText {
 
 async fn card(session: &Session, path: &str, now: Instant, watcher: &dyn CrawlWatcher) -> ToolText {
     let dir = parent_dir(path);
+    let (request_path, request_dir) = (wire_path(path), wire_path(dir));
     let (loaded, listing, view) = tokio::join!(
-        session.load(path, now),
-        list_parent(session, dir),
+        session.load(&request_path, now),
+        list_parent(session, &request_dir),
         graph_view(session, path, watcher),
     );
     let cached = match loaded {
@@ -555,7 +550,7 @@ async fn card(session: &Session, path: &str, now: Instant, watcher: &dyn CrawlWa
 
     text.push_str(&format!(
         "\nRead a section: mark_fetch \"{}#anchor\". More of a section: mark_explore with its cursor.\n",
-        display_path(path)
+        wire_path(path)
     ));
     header(&cached).with_opt("note", note).with_text(text)
 }
@@ -596,7 +591,7 @@ async fn page(
 ) -> ToolText {
     let (heading, lines, base) = match cursor.part {
         Part::Outline | Part::Links => {
-            let cached = match session.load(path, now).await {
+            let cached = match session.load(&wire_path(path), now).await {
                 Loaded::Doc(d) => d,
                 Loaded::Answer(t) => return t,
             };
@@ -619,7 +614,7 @@ async fn page(
         }
         Part::Siblings => {
             let dir = parent_dir(path);
-            let listing = list_parent(session, dir).await;
+            let listing = list_parent(session, &wire_path(dir)).await;
             let lines = match &listing {
                 Ok((entries, _)) => sibling_lines(session, dir, path, entries),
                 Err(e) => return ToolText::error(format!("{e}; try again later")),
@@ -628,11 +623,10 @@ async fn page(
             (heading, lines, ToolText::new("ok"))
         }
     };
-    let shown_to = (cursor.offset + PAGE_LINES).min(lines.len());
     let body = if cursor.offset >= lines.len() {
         format!(
-            "(nothing after line {}: {} in all)\n",
-            cursor.offset,
+            "(nothing from line {}: {} in all)\n",
+            cursor.offset + 1,
             lines.len()
         )
     } else {
@@ -644,7 +638,6 @@ async fn page(
             format!("from {} (of {})", cursor.offset + 1, lines.len()),
         )
         .with_text(format!("{heading}\n{body}"))
-        .with_opt("note", (shown_to == 0).then(|| "empty section".to_string()))
 }
 
 /// Progress and cancellation of one MCP request: notifications go out only
@@ -736,6 +729,5 @@ mod tests {
         assert!(cut.len() <= 11 && cut.ends_with('…'), "{cut}");
         assert_eq!(parent_dir("/a/b.md"), "/a/");
         assert_eq!(parent_dir("/b.md"), "/");
-        assert_eq!(display_path("/my dir/a#b.md"), "/my%20dir/a%23b.md");
     }
 }

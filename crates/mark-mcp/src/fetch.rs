@@ -465,7 +465,7 @@ impl View<'_> {
 }
 
 /// `changed since your last read (v3 -> v5); sections changed: #a; added: #c; removed: #d`
-fn change_note(
+pub(crate) fn change_note(
     old: &Identity,
     new: &Identity,
     old_hashes: &SectionHashes,

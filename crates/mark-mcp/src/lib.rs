@@ -18,8 +18,10 @@
 
 pub mod cache;
 pub mod cli;
+pub mod crawl;
 pub mod dedup;
 pub mod envelope;
+pub mod explore;
 pub mod fetch;
 pub mod list;
 pub mod lookup;

@@ -34,7 +34,7 @@ pub fn entry_path(dir: &str, entry: &ListEntry) -> String {
 
 /// Characters escaped in a path segment: controls, space, and what would end
 /// or split a path or URL.
-const NAME: &AsciiSet = &CONTROLS.add(b' ').add(b'#').add(b'%').add(b'/').add(b'?');
+pub(crate) const NAME: &AsciiSet = &CONTROLS.add(b' ').add(b'#').add(b'%').add(b'/').add(b'?');
 
 fn root() -> String {
     "/".to_string()

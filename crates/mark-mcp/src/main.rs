@@ -58,6 +58,10 @@ async fn run(mut cli: Cli) -> ExitCode {
     tracing::debug!(source = %source.describe(), "mark-mcp starting");
     let session = Arc::new(Session::new(source, cli.settings()));
     let Some(verb) = cli.verb.take() else {
+        // A one-shot verb crawls only if it needs the graph (explore).
+        if session.settings().crawl.at_start {
+            session.graph().start();
+        }
         return serve(session, cli.write).await;
     };
     let is_open = matches!(verb, Verb::Open(_));

@@ -2,6 +2,7 @@
 //! are thin adapters over the library functions (one per capability).
 
 use crate::envelope::ToolText;
+use crate::explore::{ExploreParams, McpWatcher, explore_watched};
 use crate::fetch::{FetchParams, fetch};
 use crate::list::{ListParams, list};
 use crate::lookup::{LookupParams, lookup};
@@ -30,6 +31,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 const FETCH: &str = "Read a markdown document or sections of it. Small documents come whole; large ones as an outline with #anchors and the opening paragraph: then fetch url#anchor (or anchors: [..] for several). Text you already read this session answers 'unchanged'. force=true re-delivers and bypasses the outline; use it sparingly. Find documents with mark_lookup first.";
+const EXPLORE: &str = "Orient in one document in one call: outline with #anchors, opening, outbound links, backlinks (with how complete the link graph is) and sibling documents. Then mark_fetch url#anchor. A '+N more' line's cursor pages that section.";
 const LOOKUP: &str = "Search the catalog (titles, tags) or, with match=body, section text. Start here, then mark_fetch a hit's url#anchor.";
 const LIST: &str = "List a folder's documents and subfolders (paged).";
 const VERSIONS: &str = "A document's version history, newest first; fetch /path/vN for an old one.";
@@ -108,6 +110,19 @@ impl MarkServer {
     )]
     async fn mark_fetch(&self, Parameters(p): Parameters<FetchParams>) -> CallToolResult {
         result(fetch(&self.session, p, Instant::now()).await)
+    }
+
+    #[tool(
+        description = EXPLORE,
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn mark_explore(
+        &self,
+        Parameters(p): Parameters<ExploreParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let watcher = McpWatcher::new(ctx);
+        result(explore_watched(&self.session, p, Instant::now(), &watcher).await)
     }
 
     #[tool(
@@ -290,7 +305,7 @@ mod tests {
         let mut router = MarkServer::read_tools() + MarkServer::write_tools();
         compact_schemas(&mut router);
         let tools = router.list_all();
-        assert_eq!(tools.len(), 7);
+        assert_eq!(tools.len(), 8);
         let cli = Cli::command();
         let globals: BTreeSet<String> = cli
             .get_arguments()

@@ -3,6 +3,7 @@
 //! one session per process.
 
 use crate::cache::SessionCache;
+use crate::crawl::SessionGraph;
 use crate::dedup::{DeliveryLog, Identity};
 use crate::envelope::ToolText;
 use crate::settings::Settings;
@@ -83,6 +84,7 @@ pub struct Session {
     settings: Settings,
     cache: Mutex<SessionCache<CachedDoc>>,
     log: Mutex<DeliveryLog<Arc<SectionHashes>>>,
+    graph: SessionGraph,
 }
 
 impl std::fmt::Debug for Session {
@@ -106,6 +108,7 @@ impl Session {
         Session {
             cache: Mutex::new(SessionCache::new(settings.cache_bytes)),
             log: Mutex::new(DeliveryLog::new(settings.dedup_ttl)),
+            graph: SessionGraph::new(Arc::clone(&source), settings.crawl),
             source,
             settings,
         }
@@ -119,6 +122,11 @@ impl Session {
     /// The source.
     pub fn source(&self) -> &dyn Source {
         self.source.as_ref()
+    }
+
+    /// The session's link graph and its crawl.
+    pub fn graph(&self) -> &SessionGraph {
+        &self.graph
     }
 
     /// Total bytes of bodies in the session cache.
@@ -225,6 +233,9 @@ impl Session {
             (Status::Ok, _) => self.store(path, resp, now),
             _ => {
                 lock(&self.cache).remove(path);
+                if matches!(resp.status, Status::NotFound | Status::Archived) {
+                    self.graph.forget(path);
+                }
                 let t = passthrough(&resp);
                 Loaded::Answer(if resp.status == Status::Archived && t.text.is_empty() {
                     // The protocol's `archived` has no body: say what is still possible.
@@ -260,6 +271,8 @@ impl Session {
             }
         };
         let doc = Document::parse(text);
+        // Every document read adds its links to the graph.
+        self.graph.index(path, identity.etag.as_deref(), &doc);
         let hashes = Arc::new(doc.section_hashes());
         let cached = CachedDoc {
             doc,

@@ -1,6 +1,7 @@
 //! The knobs of a session (thresholds, caps, windows) and the parsers for
 //! the human forms the command line accepts (`64MiB`, `5s`, `30m`).
 
+use crate::crawl::CrawlSettings;
 use std::time::Duration;
 
 /// Tunables shared by every capability of one session.
@@ -16,6 +17,8 @@ pub struct Settings {
     pub dedup_ttl: Duration,
     /// The largest text one result carries; longer bodies come in pages.
     pub page_bytes: usize,
+    /// Bounds and timing of the link-graph crawl.
+    pub crawl: CrawlSettings,
 }
 
 impl Default for Settings {
@@ -26,6 +29,7 @@ impl Default for Settings {
             fresh_for: Duration::from_secs(5),
             dedup_ttl: Duration::from_secs(30 * 60),
             page_bytes: 80_000,
+            crawl: CrawlSettings::default(),
         }
     }
 }

@@ -138,7 +138,7 @@ fn stdout_carries_only_json_rpc() {
     assert!(
         caps["tools"].is_object() && caps["resources"].is_object() && caps["prompts"].is_object()
     );
-    assert_eq!(by_id(2)["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(by_id(2)["result"]["tools"].as_array().unwrap().len(), 5);
     assert!(
         by_id(3)["result"]["content"][0]["text"]
             .as_str()

@@ -336,7 +336,13 @@ async fn tool_list_is_small_and_well_formed() {
     names.sort_unstable();
     assert_eq!(
         names,
-        ["mark_fetch", "mark_list", "mark_lookup", "mark_versions"]
+        [
+            "mark_explore",
+            "mark_fetch",
+            "mark_list",
+            "mark_lookup",
+            "mark_versions"
+        ]
     );
     for t in &tools {
         assert_eq!(
@@ -361,7 +367,7 @@ async fn tool_list_is_small_and_well_formed() {
 
     let mcp = Mcp::start(&root_args(&kb(), &["--write"])).await;
     let tools = mcp.client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 7);
+    assert_eq!(tools.len(), 8);
     let publish = tools.iter().find(|t| t.name == "mark_publish").unwrap();
     assert_eq!(
         publish.annotations.as_ref().unwrap().read_only_hint,
