@@ -13,13 +13,43 @@
 //! It is not a renderer, not a full CommonMark AST, and knows nothing of any protocol.
 //!
 //! ```
-//! use markdown_slice::Document;
+//! use markdown_slice::{Document, OutlineOptions, Target, diff_sections};
 //!
-//! let doc = Document::parse("---\ntitle: Guide\n---\n# Intro\nHello.\n## Setup\nRun it.\n");
+//! let text = concat!(
+//!     "---\ntitle: Guide\ntags: [intro, setup]\n---\n",
+//!     "# Intro\nHello. See [setup](#setup) and [the API](../api.md#fs).\n",
+//!     "## Setup\nRun it.\n",
+//! );
+//! let doc = Document::parse(text);
 //! assert_eq!(doc.title(), Some("Guide"));
+//! assert_eq!(doc.frontmatter().map(|f| f.tags.len()), Some(2));
+//!
+//! // Sections are exact substrings of the source, found by anchor or by heading text.
 //! let setup = doc.find_anchor("#setup")?;
 //! assert_eq!(doc.section_text(setup), "## Setup\nRun it.\n");
-//! assert_eq!(doc.headings()[0].anchor.as_deref(), Some("intro"));
+//! assert_eq!(doc.find_anchor("Setup")?.anchor.as_deref(), Some("setup"));
+//! let miss = doc.find_anchor("#install").unwrap_err();
+//! assert_eq!(miss.to_string(), "section #install not found; nearest: intro, setup");
+//!
+//! // A bounded outline with each section's estimated size.
+//! assert_eq!(
+//!     doc.outline(&OutlineOptions::default()).to_string(),
+//!     "- Intro (#intro, ~22 tok)\n  - Setup (#setup, ~5 tok)\n"
+//! );
+//! assert_eq!(doc.opening_paragraph(400), "Hello. See [setup](#setup) and [the API](../api.md#fs).");
+//!
+//! // Links, resolved against the document's path, with the section that holds them.
+//! let api = &doc.links()[1];
+//! assert_eq!(
+//!     api.resolve("/guide/start.md"),
+//!     Target::Internal { path: "/api.md".into(), fragment: Some("fs".into()) }
+//! );
+//! assert_eq!(doc.section_anchor_at(api.range.start), Some("intro"));
+//!
+//! // What changed between two versions, per section.
+//! let newer = Document::parse(text.replace("Run it.", "Run it twice."));
+//! let diff = diff_sections(&doc.section_hashes(), &newer.section_hashes());
+//! assert_eq!(diff.changed, ["setup"]);
 //! # Ok::<(), markdown_slice::AnchorMiss>(())
 //! ```
 
