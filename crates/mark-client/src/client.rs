@@ -83,8 +83,9 @@ impl Client {
     /// all later and concurrent requests. A connection found closed is
     /// replaced before the request goes out; a read request (FETCH, LIST,
     /// VERSIONS, LOOKUP) that fails because its connection was lost is sent
-    /// once more on a new connection, a write never is. The configured token
-    /// is added as `auth` unless the request carries its own.
+    /// once more on a new connection, a write never is. A request that times
+    /// out closes its connection, so the next one starts afresh. The
+    /// configured token is added as `auth` unless the request carries its own.
     pub async fn request(
         &self,
         host: &str,
@@ -103,6 +104,14 @@ impl Client {
                 tracing::debug!(host, port, verb = %request.verb, "connection lost; sending again on a new connection");
                 let connection = self.inner.connection(host, port).await?;
                 self.inner.exchange(&connection, &bytes).await
+            }
+            Err(e @ ClientError::RequestTimeout { .. }) => {
+                // A server that crashed and came back on the same port never
+                // answers the old connection (its stateless resets carry a
+                // new key), so that connection would stay silent until its
+                // idle timeout: drop it, and the next request reconnects.
+                connection.close(VarInt::from_u32(0), b"request timed out");
+                Err(e)
             }
             result => result,
         }
