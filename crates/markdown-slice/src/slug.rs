@@ -89,6 +89,20 @@ mod tests {
     }
 
     #[test]
+    fn ascii_fast_path_follows_the_general_rule() {
+        for c in (0u8..128).map(char::from) {
+            let expected = if c.is_whitespace() {
+                "-".to_string()
+            } else if c == '-' || c == '_' || c.is_alphanumeric() {
+                c.to_lowercase().collect()
+            } else {
+                String::new()
+            };
+            assert_eq!(slugify(&c.to_string()), expected, "{c:?}");
+        }
+    }
+
+    #[test]
     fn every_whitespace_char_becomes_a_dash() {
         assert_eq!(slugify("a\tb  c"), "a-b--c");
         assert_eq!(slugify(" lead"), "-lead");
