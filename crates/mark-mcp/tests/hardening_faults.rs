@@ -1,0 +1,192 @@
+//! Hardening, server faults: the real `mark-mcp` binary over `--host`
+//! against a real `mark-server` process that is down at start, restarts,
+//! stalls (SIGSTOP) or comes back with another certificate under the pin.
+//! Each fault is a tool error in one sentence saying what to do, and the
+//! session recovers as soon as the server does.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use mark_testkit::{MarkServerProcess, import_store, write_test_certificate};
+use serde_json::json;
+use std::time::{Duration, Instant};
+use support::{Mcp, Reply, kb};
+
+/// A hang guard per call, not a performance bound.
+const CALL_LIMIT: Duration = Duration::from_secs(40);
+
+async fn fetch_within(mcp: &Mcp, args: serde_json::Value) -> (Reply, Duration) {
+    let started = Instant::now();
+    let r = tokio::time::timeout(CALL_LIMIT, mcp.call("mark_fetch", args))
+        .await
+        .expect("a call hung past the guard");
+    (r, started.elapsed())
+}
+
+fn one_line_error(r: &Reply) -> &str {
+    assert!(r.is_error, "expected a tool error: {}", r.text);
+    let message = r.body().trim();
+    assert!(
+        !message.is_empty() && !message.contains('\n') && message.len() < 600,
+        "not one sentence: {message:?}"
+    );
+    message
+}
+
+fn signal(server: &MarkServerProcess, sig: &str) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(server.child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{sig}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_down_at_start_then_up() {
+    let store = import_store(&kb()).unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    let cert = write_test_certificate(certs.path()).unwrap();
+    let mut server = MarkServerProcess::start(store.path(), &cert.server_args()).unwrap();
+    let (host, pin) = (server.url(), server.pin());
+    server.kill();
+
+    let mcp = Mcp::start(&["--host", &host, "--pin", &pin]).await;
+    let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
+    let message = one_line_error(&r);
+    assert!(
+        message.contains("Mark server is running"),
+        "says what to check: {message}"
+    );
+
+    // Up on the same port with the same certificate: the next call connects.
+    server.restart().unwrap();
+    assert_eq!(server.pin(), pin);
+    let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
+    assert_eq!(
+        (r.status(), r.field("mode")),
+        ("ok", Some("full")),
+        "{}",
+        r.text
+    );
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_restart_mid_session_reconnects_and_revalidates() {
+    let store = import_store(&kb()).unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    let cert = write_test_certificate(certs.path()).unwrap();
+    let mut server = MarkServerProcess::start(store.path(), &cert.server_args()).unwrap();
+    let mcp = Mcp::start(&[
+        "--host",
+        &server.url(),
+        "--pin",
+        &server.pin(),
+        "--fresh-for",
+        "0s",
+    ])
+    .await;
+    let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
+    assert_eq!(r.field("mode"), Some("full"), "{}", r.text);
+
+    // A clean restart (SIGTERM closes the connections): the next call
+    // reconnects at once. The cached copy is revalidated: not modified, so
+    // the session answers unchanged without moving the body again.
+    signal(&server, "TERM");
+    server.child.wait().unwrap();
+    server.restart().unwrap();
+    let (r, took) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
+    assert_eq!(r.status(), "unchanged", "{}", r.text);
+    assert!(took < Duration::from_secs(5), "reconnecting took {took:?}");
+    let (r, _) = fetch_within(&mcp, json!({"url": "/large.md#pilots"})).await;
+    assert!(r.body().starts_with("## Pilots"), "{}", r.text);
+    server.wait_for_requests("FETCH", "/large.md", 1, Duration::from_secs(5));
+    assert_eq!(fetch_statuses(&server, "/small.md"), ["ok", "not-modified"]);
+
+    // A crash (SIGKILL, no goodbye) and a restart on the same port: the old
+    // connection stays silent, so the first call ends at the request timeout
+    // in one sentence; the one after it reconnects and succeeds.
+    server.restart().unwrap();
+    let (r, took) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
+    if r.is_error {
+        let message = one_line_error(&r);
+        assert!(message.contains("no complete response within"), "{message}");
+        assert!(took < Duration::from_secs(25), "took {took:?}");
+        let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
+        assert_eq!(r.status(), "unchanged", "{}", r.text);
+    } else {
+        assert_eq!(r.status(), "unchanged", "{}", r.text);
+    }
+    server.wait_for_requests("FETCH", "/small.md", 3, Duration::from_secs(5));
+    assert_eq!(
+        fetch_statuses(&server, "/small.md"),
+        ["ok", "not-modified", "not-modified"]
+    );
+    mcp.stop().await;
+}
+
+fn fetch_statuses(server: &MarkServerProcess, path: &str) -> Vec<String> {
+    server
+        .requests_seen()
+        .into_iter()
+        .filter(|q| q.verb == "FETCH" && q.path == path)
+        .map(|q| q.status)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_server_times_out_then_recovers() {
+    let store = import_store(&kb()).unwrap();
+    let server = MarkServerProcess::start(store.path(), &[] as &[&str]).unwrap();
+    let mcp = Mcp::start(&["--host", &server.url(), "--pin", &server.pin()]).await;
+    let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
+    assert_eq!(r.status(), "ok", "{}", r.text);
+
+    signal(&server, "STOP");
+    let (r, took) = fetch_within(&mcp, json!({"url": "/large.md", "force": true})).await;
+    signal(&server, "CONT");
+    let message = one_line_error(&r);
+    assert!(
+        message.contains("no complete response within"),
+        "names the timeout: {message}"
+    );
+    // mark-client's request timeout is 15 s; the call ends at it, not later.
+    assert!(took < Duration::from_secs(25), "took {took:?}");
+
+    let (r, _) = fetch_within(&mcp, json!({"url": "/large.md", "force": true})).await;
+    assert_eq!(
+        (r.status(), r.field("mode")),
+        ("ok", Some("full")),
+        "{}",
+        r.text
+    );
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_certificate_under_a_pin_is_refused() {
+    let store = import_store(&kb()).unwrap();
+    // No --cert: every start makes a new self-signed certificate.
+    let mut server = MarkServerProcess::start(store.path(), &[] as &[&str]).unwrap();
+    let pin = server.pin();
+    let mcp = Mcp::start(&["--host", &server.url(), "--pin", &pin, "--fresh-for", "0s"]).await;
+    let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
+    assert_eq!(r.status(), "ok", "{}", r.text);
+
+    signal(&server, "TERM");
+    server.child.wait().unwrap();
+    server.restart().unwrap();
+    assert_ne!(server.pin(), pin);
+    for _ in 0..2 {
+        let (r, _) = fetch_within(&mcp, json!({"url": "/small.md", "force": true})).await;
+        let message = one_line_error(&r);
+        assert!(
+            message.contains("does not match the pin")
+                && message.contains(&pin)
+                && message.contains(&server.pin()),
+            "names both fingerprints: {message}"
+        );
+    }
+    mcp.stop().await;
+}
