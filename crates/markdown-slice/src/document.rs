@@ -67,11 +67,6 @@ struct OpenHeading {
     text: String,
 }
 
-/// A link or image whose end event has not been seen yet.
-struct OpenLink {
-    link: Link,
-}
-
 impl<S: AsRef<str>> Document<S> {
     /// Parses `source`. Never fails: any text is a markdown document.
     pub fn parse(source: S) -> Self {
@@ -200,7 +195,8 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
     let mut links: Vec<Link> = Vec::new();
     let mut first_paragraph = None;
     let mut heading: Option<OpenHeading> = None;
-    let mut open_links: Vec<OpenLink> = Vec::new();
+    // Links and images whose end event has not been seen yet (an image may sit in a link).
+    let mut open_links: Vec<Link> = Vec::new();
     // Open tags around the current event; a paragraph opened at depth 0 is top-level.
     let mut depth = 0usize;
 
@@ -228,18 +224,14 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
                         dest_url,
                         ..
                     } => {
-                        open_links.push(OpenLink {
-                            link: Link::new(link_type, &dest_url, range.clone(), false),
-                        });
+                        open_links.push(Link::new(link_type, &dest_url, range.clone(), false));
                     }
                     Tag::Image {
                         link_type,
                         dest_url,
                         ..
                     } => {
-                        open_links.push(OpenLink {
-                            link: Link::new(link_type, &dest_url, range.clone(), true),
-                        });
+                        open_links.push(Link::new(link_type, &dest_url, range.clone(), true));
                     }
                     _ => {}
                 }
@@ -254,29 +246,27 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
                         }
                     }
                     TagEnd::Link | TagEnd::Image => {
-                        if let Some(open) = open_links.pop() {
-                            links.push(open.link);
-                        }
+                        links.extend(open_links.pop());
                     }
                     _ => {}
                 }
             }
             Event::Text(text) | Event::Code(text) => {
                 // An image's alt text is not part of the heading's text on GitHub.
-                let in_image = open_links.iter().any(|open| open.link.is_image);
+                let in_image = open_links.iter().any(|link| link.is_image);
                 if let Some(open) = heading.as_mut().filter(|_| !in_image) {
                     open.text.push_str(&text);
                 }
-                for open in &mut open_links {
-                    open.link.text.push_str(&text);
+                for link in &mut open_links {
+                    link.text.push_str(&text);
                 }
             }
             Event::SoftBreak | Event::HardBreak => {
                 if let Some(open) = heading.as_mut() {
                     open.text.push(' ');
                 }
-                for open in &mut open_links {
-                    open.link.text.push(' ');
+                for link in &mut open_links {
+                    link.text.push(' ');
                 }
             }
             _ => {}
