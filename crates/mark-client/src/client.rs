@@ -176,34 +176,76 @@ impl Inner {
         let deadline = Instant::now() + timeout;
         // An IPv6 literal may come in URL brackets; the TLS name is the bare IP.
         let server_name = host.trim_start_matches('[').trim_end_matches(']');
-        let addr = tokio::time::timeout_at(deadline, self.resolve(server_name, port))
+        let candidates = tokio::time::timeout_at(deadline, self.resolve(server_name, port))
             .await
             .map_err(|_| ClientError::Resolve {
                 host: host.to_string(),
                 reason: format!("no answer within {timeout:?}"),
             })??;
-        let (crypto, failure) = self.tls.for_connection()?;
-        let mut quic = quinn::ClientConfig::new(crypto);
-        quic.transport_config(self.transport.clone());
-        let connecting = self
-            .endpoint
-            .connect_with(quic, addr, server_name)
-            .map_err(|e| ClientError::Connect {
-                addr,
-                reason: e.to_string(),
-            })?;
-        match tokio::time::timeout_at(deadline, connecting).await {
-            Err(_) => Err(ClientError::ConnectTimeout { addr, timeout }),
-            Ok(Ok(connection)) => {
-                tracing::debug!(%addr, server_name, "connected");
-                Ok(connection)
+        self.connect_any(&candidates, server_name, deadline).await
+    }
+
+    /// Races one handshake per candidate address (a name often resolves to
+    /// both `::1` and `127.0.0.1` while the server listens on one of them);
+    /// the first to finish wins and the others are dropped. When all fail,
+    /// the first failure is reported.
+    async fn connect_any(
+        &self,
+        candidates: &[SocketAddr],
+        server_name: &str,
+        deadline: Instant,
+    ) -> Result<Connection, ClientError> {
+        let timeout = self.config.connect_timeout;
+        let mut attempts = tokio::task::JoinSet::new();
+        for &addr in candidates {
+            let (crypto, failure) = self.tls.for_connection()?;
+            let mut quic = quinn::ClientConfig::new(crypto);
+            quic.transport_config(self.transport.clone());
+            let connecting = self
+                .endpoint
+                .connect_with(quic, addr, server_name)
+                .map_err(|e| ClientError::Connect {
+                    addr,
+                    reason: e.to_string(),
+                })?;
+            attempts.spawn(async move { (addr, failure, connecting.await) });
+        }
+        let mut first_failure: Option<ClientError> = None;
+        let race = async {
+            while let Some(joined) = attempts.join_next().await {
+                match joined {
+                    Ok((addr, _, Ok(connection))) => {
+                        tracing::debug!(%addr, server_name, "connected");
+                        return Some(connection);
+                    }
+                    Ok((addr, failure, Err(e))) => {
+                        first_failure.get_or_insert_with(|| {
+                            handshake_error(e, &failure, server_name, addr, timeout)
+                        });
+                    }
+                    Err(e) => {
+                        first_failure.get_or_insert_with(|| ClientError::Connect {
+                            addr: candidates[0],
+                            reason: e.to_string(),
+                        });
+                    }
+                }
             }
-            Ok(Err(e)) => Err(handshake_error(e, &failure, server_name, addr, timeout)),
+            None
+        };
+        match tokio::time::timeout_at(deadline, race).await {
+            Ok(Some(connection)) => Ok(connection),
+            // A refusal seen before the deadline says more than the timeout.
+            Ok(None) | Err(_) => Err(first_failure.unwrap_or(ClientError::ConnectTimeout {
+                addr: candidates[0],
+                timeout,
+            })),
         }
     }
 
-    /// The first address of `host` this endpoint can reach.
-    async fn resolve(&self, host: &str, port: u16) -> Result<SocketAddr, ClientError> {
+    /// The addresses of `host` worth a handshake: the first of each address
+    /// family this endpoint can reach, in the resolver's order.
+    async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ClientError> {
         let resolve_error = |reason: String| ClientError::Resolve {
             host: host.to_string(),
             reason,
@@ -213,12 +255,22 @@ impl Inner {
             .local_addr()
             .map(|a| a.is_ipv4())
             .unwrap_or(false);
-        let mut addrs = tokio::net::lookup_host((host, port))
+        let mut candidates: Vec<SocketAddr> = Vec::with_capacity(2);
+        for addr in tokio::net::lookup_host((host, port))
             .await
-            .map_err(|e| resolve_error(e.to_string()))?;
-        addrs
-            .find(|a| a.is_ipv4() || !ipv4_only)
-            .ok_or_else(|| resolve_error("it has no address this machine can reach".to_string()))
+            .map_err(|e| resolve_error(e.to_string()))?
+        {
+            let reachable = addr.is_ipv4() || !ipv4_only;
+            if reachable && !candidates.iter().any(|c| c.is_ipv4() == addr.is_ipv4()) {
+                candidates.push(addr);
+            }
+        }
+        if candidates.is_empty() {
+            return Err(resolve_error(
+                "it has no address this machine can reach".to_string(),
+            ));
+        }
+        Ok(candidates)
     }
 
     /// One request on its own stream, within the request timeout.
@@ -360,4 +412,77 @@ fn open_endpoint() -> Result<Endpoint, ClientError> {
     Endpoint::client(SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)))
         .or_else(|_| Endpoint::client(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))))
         .map_err(|e| ClientError::Endpoint(e.to_string()))
+}
+
+/// The misbehaving test server of the integration tests, for the unit tests
+/// that need a real peer.
+#[cfg(test)]
+#[path = "../tests/support/mod.rs"]
+mod test_support;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Trust;
+
+    use super::test_support as support;
+
+    fn client(trust: Trust, connect_timeout: Duration) -> Client {
+        Client::new(ClientConfig {
+            trust,
+            connect_timeout,
+            ..ClientConfig::default()
+        })
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_address_that_answers_wins_the_race() {
+        let server = support::TestServer::start(support::echo);
+        // A socket that never answers, as ::1 does when the server listens on
+        // 127.0.0.1 only.
+        let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let client = client(Trust::Pin(server.fingerprint), Duration::from_secs(5));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let candidates = [silent.local_addr().unwrap(), server.addr];
+        let started = Instant::now();
+        let connection = client
+            .inner
+            .connect_any(&candidates, "127.0.0.1", deadline)
+            .await
+            .unwrap();
+        // A dual-stack endpoint reports the IPv4-mapped form.
+        let remote = connection.remote_address();
+        assert_eq!(
+            (remote.ip().to_canonical(), remote.port()),
+            (server.addr.ip(), server.addr.port())
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "took {:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refusal_says_more_than_a_timeout() {
+        let server = support::TestServer::start(support::echo);
+        let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let client = client(Trust::Pin([1; 32]), Duration::from_millis(500));
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let candidates = [silent.local_addr().unwrap(), server.addr];
+        let err = client
+            .inner
+            .connect_any(&candidates, "127.0.0.1", deadline)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ClientError::PinMismatch { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn resolving_keeps_one_address_per_family() {
+        let client = client(Trust::Insecure, Duration::from_secs(5));
+        let candidates = client.inner.resolve("127.0.0.1", 6309).await.unwrap();
+        assert_eq!(candidates, vec![SocketAddr::from(([127, 0, 0, 1], 6309))]);
+    }
 }

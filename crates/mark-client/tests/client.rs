@@ -284,6 +284,29 @@ async fn a_ca_file_without_certificates_fails_at_creation() {
 }
 
 #[tokio::test]
+async fn a_host_name_is_resolved_and_verified_by_name() {
+    // The certificate names `localhost`; the CA file makes it trusted, so the
+    // handshake checks the name the client was given.
+    let server = TestServer::start(echo);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ca.pem");
+    std::fs::write(&path, &server.cert_pem).unwrap();
+    let client = trusting(&server, Trust::CaFile(path));
+    let response = tokio::time::timeout(
+        GUARD,
+        client.request(
+            "localhost",
+            server.port(),
+            Request::new(Verb::Fetch, "/a.md"),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(response.status, Status::Ok);
+}
+
+#[tokio::test]
 async fn sequential_requests_share_one_connection() {
     let server = TestServer::start(echo);
     let client = Client::new(pinned(&server)).unwrap();
