@@ -242,7 +242,7 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
                 match tag_end {
                     TagEnd::Heading(_) => {
                         if let Some(open) = heading.take() {
-                            headings.push(finish_heading(source, open));
+                            headings.push(finish_heading(source, base, open));
                         }
                     }
                     TagEnd::Link | TagEnd::Image => {
@@ -282,14 +282,16 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
     }
 }
 
-fn finish_heading(source: &str, open: OpenHeading) -> Heading {
+/// The heading's line and section ranges; a line never starts before the body (a
+/// byte-order mark is not part of the first line).
+fn finish_heading(source: &str, body_start: usize, open: OpenHeading) -> Heading {
     // CommonMark line endings: `\n`, `\r\n` and a lone `\r`.
     let is_line_ending = |b: &u8| matches!(b, b'\n' | b'\r');
     let bytes = source.as_bytes();
-    let line_start = bytes[..open.start]
+    let line_start = bytes[body_start..open.start]
         .iter()
         .rposition(is_line_ending)
-        .map_or(0, |i| i + 1);
+        .map_or(body_start, |i| body_start + i + 1);
     let last = open.end.saturating_sub(1).max(open.start);
     // A byte search: `last` may be inside a multi-byte character.
     let line_end = match bytes[last..].iter().position(is_line_ending) {
@@ -481,6 +483,8 @@ mod tests {
         let doc = Document::parse("\u{FEFF}# Title\n");
         assert_eq!(doc.body(), "# Title\n");
         assert_eq!(doc.headings()[0].text, "Title");
+        assert_eq!(doc.section_text(&doc.headings()[0]), "# Title\n");
+        assert_eq!(doc.preamble(), "");
     }
 
     #[test]

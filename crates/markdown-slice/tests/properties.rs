@@ -101,6 +101,7 @@ fn any_text() -> impl Strategy<Value = String> {
             .prop_map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
         1 => (1usize..200).prop_map(|n| format!("{}x", "> - ".repeat(n))),
         1 => (1usize..50).prop_map(|n| "```\n# not\n".repeat(n)),
+        1 => markdownish().prop_map(|text| format!("\u{FEFF}{text}")),
     ]
 }
 
@@ -258,6 +259,8 @@ fn nasty_inputs_do_not_panic() {
         // last byte, and a lone `\r` line ending between headings.
         "# 日本語",
         "```\n```\n# <div>\n## \r# ",
+        // Found by the fuzzer: a heading on the first line after a byte-order mark.
+        "\u{FEFF}[\n|\n-|55.\n|...\n-",
     ] {
         check(text);
     }
