@@ -129,6 +129,15 @@ pub fn card_section<'a>(card: &'a str, name: &str) -> &'a str {
     start.map_or("", |s| &card[s..])
 }
 
+/// The cursor of a card section's `+N more…: cursor "X"` line, if it was
+/// cut short.
+pub fn more_cursor(section: &str) -> Option<&str> {
+    section
+        .lines()
+        .filter(|l| l.starts_with('+'))
+        .find_map(|l| l.split_once("cursor \"")?.1.split('"').next())
+}
+
 /// A link listed on a card: `- [text](/path#anchor)` or `- text → /path`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CardLink {
@@ -217,5 +226,14 @@ mod tests {
             "/index.md#projects"
         );
         assert_eq!(card_section(card, "Siblings"), "");
+        assert_eq!(
+            more_cursor("- [a](/a.md)\n+8 more: cursor \"links.4\"\n"),
+            Some("links.4")
+        );
+        assert_eq!(
+            more_cursor("- A (#a, ~3 tok)\n+40 more headings: cursor \"outline.0\" lists all 49\n"),
+            Some("outline.0")
+        );
+        assert_eq!(more_cursor("- [a](/a.md)\n"), None);
     }
 }

@@ -6,7 +6,7 @@ use crate::BenchError;
 use crate::questions::{Evidence, Question};
 use crate::reading::{self, CardLink, LookupHit};
 use crate::session::{McpSession, ToolCall};
-use crate::terms::{query_ladder, rank_by_overlap, terms};
+use crate::terms::{overlap, query_ladder, rank_by_overlap, terms};
 use markdown_slice::{Document, Target};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -20,6 +20,8 @@ pub const LINKS_PER_DOCUMENT: usize = 3;
 pub const SEARCH_CANDIDATES: usize = 4;
 /// Most sections a section agent fetches for one question.
 pub const MAX_SECTION_FETCHES: usize = 4;
+/// Most pages of one card section (outline or links) an explore agent reads.
+pub const MAX_CARD_PAGES: usize = 3;
 /// Rows a lookup asks for.
 pub const LOOKUP_LIMIT: u32 = 10;
 
@@ -380,29 +382,77 @@ async fn lookup_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// Strategy 3: explore the hub, then fetch what the card offers, best term
-/// overlap first; a target that comes back as an outline is narrowed to its
-/// best heading.
+/// What a card offers to read next: its outline's headings (as
+/// `hub#anchor`) and its outbound links, with their text.
+fn card_offers(hub: &str, card: &str) -> Vec<CardLink> {
+    let mut offers: Vec<CardLink> = reading::outline_items(reading::card_section(card, "Outline"))
+        .into_iter()
+        .map(|item| CardLink {
+            url: format!("{hub}#{}", item.anchor),
+            text: item.text,
+        })
+        .collect();
+    offers.extend(reading::card_links(reading::card_section(
+        card,
+        "Outbound links",
+    )));
+    offers
+}
+
+/// Strategy 3: explore the hub; choose among the card's headings and links
+/// by overlap of their text with the question's words (the words of the
+/// hub's own title left out: everything on its card is about that). When
+/// no offer shares at least two words (or every word, for a one-word
+/// question) and the card cut its outline or links short, page those
+/// first (`mark_explore` with the card's cursor, at most
+/// [`MAX_CARD_PAGES`] pages each, stopping once an offer is good enough). Then fetch the best
+/// offers in turn; a target that comes back as an outline is narrowed to
+/// its best heading.
 async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
     let hub = asker.question().hub.clone();
     let card = asker.call("mark_explore", json!({ "url": hub })).await?;
     if asker.done() || card.is_error {
         return Ok(());
     }
-    let q_terms = terms(&asker.question().question);
-    let mut offers: Vec<CardLink> =
-        reading::outline_items(reading::card_section(&card.text, "Outline"))
-            .into_iter()
-            .map(|item| CardLink {
-                url: format!("{hub}#{}", item.anchor),
-                text: item.text,
-            })
-            .collect();
-    offers.extend(reading::card_links(reading::card_section(
-        &card.text,
-        "Outbound links",
-    )));
-    let ranked = rank_by_overlap(&q_terms, offers, |o| format!("{} {}", o.text, o.url));
+    let title_terms = terms(reading::field(&card.text, "title").unwrap_or(""));
+    let q_terms: Vec<String> = terms(&asker.question().question)
+        .into_iter()
+        .filter(|t| !title_terms.contains(t))
+        .collect();
+    let mut offers = card_offers(&hub, &card.text);
+    let strong = 2.min(q_terms.len()).max(1);
+    let best = |offers: &[CardLink]| {
+        offers
+            .iter()
+            .map(|o| overlap(&q_terms, &o.text))
+            .max()
+            .unwrap_or(0)
+    };
+    for section in ["Outline", "Outbound links"] {
+        let mut cursor =
+            reading::more_cursor(reading::card_section(&card.text, section)).map(String::from);
+        let mut pages = 0;
+        while let Some(c) = cursor.take() {
+            if best(&offers) >= strong || pages == MAX_CARD_PAGES {
+                break;
+            }
+            let page = asker
+                .call("mark_explore", json!({ "url": hub, "cursor": c }))
+                .await?;
+            pages += 1;
+            if asker.done() {
+                return Ok(());
+            }
+            for offer in card_offers(&hub, &page.text) {
+                if !offers.contains(&offer) {
+                    offers.push(offer);
+                }
+            }
+            cursor =
+                reading::more_cursor(reading::card_section(&page.text, section)).map(String::from);
+        }
+    }
+    let ranked = rank_by_overlap(&q_terms, offers, |o| o.text.clone());
     let mut fetched: HashSet<String> = HashSet::new();
     let mut fetches = 0;
     for offer in ranked {

@@ -1,10 +1,12 @@
 //! `mark-bench-peers`: the side-by-side of mark-mcp and peer MCP servers
-//! (run by `bench/peers/run.sh`), and a probe that lists any stdio MCP
-//! server's tools through the same rmcp client harness.
+//! (run by `bench/peers/run.sh`), the orientation benchmark over a real
+//! mark-server (until `mark-mcp bench orientation` calls the same
+//! function), and a probe that lists any stdio MCP server's tools through
+//! the same rmcp client harness.
 
 use clap::{Parser, Subcommand};
 use mark_bench::peers::{PeersOptions, render_peers, run_peers};
-use mark_bench::{McpSession, ServerCommand};
+use mark_bench::{McpSession, OrientationOptions, ServerCommand, render_table, run_orientation};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -46,6 +48,27 @@ enum Command {
         /// Also write the markdown here.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Also write the raw figures as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// The orientation benchmark: mark-mcp over a real mark-server.
+    Orientation {
+        /// The knowledge base folder.
+        #[arg(long, default_value = "fixtures/soul")]
+        kb: PathBuf,
+        /// The questions file.
+        #[arg(long, default_value = "fixtures/soul/questions.toml")]
+        questions: PathBuf,
+        /// The mark-mcp executable.
+        #[arg(long, default_value = "target/release/mark-mcp")]
+        mark_mcp: PathBuf,
+        /// The mark-server executable.
+        #[arg(long, default_value = "target/release/mark-server")]
+        mark_server: PathBuf,
+        /// Runs (wall time is the median).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
         /// Also write the raw figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -94,23 +117,39 @@ async fn main() -> ExitCode {
             };
             let markdown = render_peers(&report);
             print!("{markdown}");
-            let mut writes = Vec::new();
-            if let Some(path) = out {
-                writes.push((path, markdown));
+            if let Some(path) = out
+                && let Err(e) = std::fs::write(&path, markdown)
+            {
+                eprintln!("mark-bench-peers: could not write {}: {e}", path.display());
+                return ExitCode::FAILURE;
             }
-            if let Some(path) = json {
-                match serde_json::to_string_pretty(&report) {
-                    Ok(text) => writes.push((path, text)),
-                    Err(e) => eprintln!("mark-bench-peers: could not write JSON: {e}"),
+            write_json(json, &report)
+        }
+        Command::Orientation {
+            kb,
+            questions,
+            mark_mcp,
+            mark_server,
+            runs,
+            json,
+        } => {
+            let opts = OrientationOptions {
+                kb,
+                questions,
+                runs,
+                mark_mcp_bin: mark_mcp,
+                mark_server_bin: mark_server,
+            };
+            match run_orientation(opts).await {
+                Ok(report) => {
+                    print!("{}", render_table(&report));
+                    write_json(json, &report)
+                }
+                Err(e) => {
+                    eprintln!("mark-bench-peers: {e}");
+                    ExitCode::FAILURE
                 }
             }
-            for (path, text) in writes {
-                if let Err(e) = std::fs::write(&path, text) {
-                    eprintln!("mark-bench-peers: could not write {}: {e}", path.display());
-                    return ExitCode::FAILURE;
-                }
-            }
-            ExitCode::SUCCESS
         }
         Command::Tools { call, args, server } => {
             let Some((program, rest)) = server.split_first() else {
@@ -147,6 +186,23 @@ async fn main() -> ExitCode {
             }
             session.close().await;
             code
+        }
+    }
+}
+
+/// Writes `value` as pretty JSON to `path` when one is given.
+fn write_json(path: Option<PathBuf>, value: &impl serde::Serialize) -> ExitCode {
+    let Some(path) = path else {
+        return ExitCode::SUCCESS;
+    };
+    let written = serde_json::to_string_pretty(value)
+        .map_err(|e| e.to_string())
+        .and_then(|text| std::fs::write(&path, text).map_err(|e| e.to_string()));
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mark-bench-peers: could not write {}: {e}", path.display());
+            ExitCode::FAILURE
         }
     }
 }
