@@ -7,6 +7,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use link_graph::CrawlLimits;
 use mark_client::{Client, ClientConfig, Trust};
 use mark_mcp::crawl::{CrawlSettings, SessionGraph, Unwatched, Waited};
 use mark_mcp::explore::{ExploreParams, explore};
@@ -72,6 +73,11 @@ fn generated_tree() -> tempfile::TempDir {
 fn card_settings() -> Settings {
     Settings {
         crawl: CrawlSettings {
+            // The whole 10k tree, past the default 5,000-document bound.
+            limits: CrawlLimits {
+                max_documents: 20_000,
+                ..CrawlSettings::default().limits
+            },
             wait: Duration::from_secs(600),
             ..CrawlSettings::default()
         },
@@ -127,20 +133,20 @@ fn crawl_over_quic(c: &mut Criterion) {
     group.throughput(Throughput::Elements((TREE_DOCS + 20) as u64));
     group.bench_function("tree10k", |b| {
         b.iter(|| {
-            // A new client each time: the handshake is part of a session's crawl.
-            let client = Client::new(ClientConfig {
-                trust: Trust::Pin(server.fingerprint),
-                ..ClientConfig::default()
-            })
-            .unwrap();
-            let source: Arc<dyn Source> = Arc::new(RemoteSource::new(url.clone(), client));
-            let graph = SessionGraph::new(source, card_settings().crawl);
             rt.block_on(async {
+                // A new client each time: the handshake is part of a session's crawl.
+                let client = Client::new(ClientConfig {
+                    trust: Trust::Pin(server.fingerprint),
+                    ..ClientConfig::default()
+                })
+                .unwrap();
+                let source: Arc<dyn Source> = Arc::new(RemoteSource::new(url.clone(), client));
+                let graph = SessionGraph::new(source, card_settings().crawl);
                 assert!(graph.start());
                 let waited = graph.wait(Duration::from_secs(600), &Unwatched).await;
                 assert_eq!(waited, Waited::Settled);
-            });
-            assert!(graph.backlinks("/hubs/hub-0.md").1.complete);
+                assert!(graph.backlinks("/hubs/hub-0.md").1.complete);
+            })
         })
     });
     group.finish();

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 const FETCH: &str = "Read a markdown document or sections of it. Small documents come whole; large ones as an outline with #anchors and the opening paragraph: then fetch url#anchor (or anchors: [..] for several). Text you already read this session answers 'unchanged'. force=true re-delivers and bypasses the outline; use it sparingly. Find documents with mark_lookup first.";
-const EXPLORE: &str = "Orient in one document in one call: outline with #anchors, opening, outbound links, backlinks (with how complete the link graph is) and sibling documents. Then mark_fetch url#anchor. A '+N more' line's cursor pages that section.";
+const EXPLORE: &str = "Orient in a document in one call: outline (#anchors), opening, links out, backlinks, siblings. Then mark_fetch url#anchor. A '+N more' line's cursor pages that section.";
 const LOOKUP: &str = "Search the catalog (titles, tags) or, with match=body, section text. Start here, then mark_fetch a hit's url#anchor.";
 const LIST: &str = "List a folder's documents and subfolders (paged).";
 const VERSIONS: &str = "A document's version history, newest first; fetch /path/vN for an old one.";

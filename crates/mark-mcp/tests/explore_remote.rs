@@ -203,3 +203,67 @@ async fn a_client_with_a_progress_token_hears_the_crawl() {
     }
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_document_has_its_links_replaced() {
+    let store = import_store(&fixture()).unwrap();
+    let secrets = tempfile::tempdir().unwrap();
+    let tokens = secrets.path().join("tokens.toml");
+    let token = generate_token(&tokens, "/**", "publish", None).unwrap();
+    let token_file = secrets.path().join("token");
+    std::fs::write(&token_file, &token).unwrap();
+    let server =
+        MarkServerProcess::start(store.path(), &["--tokens", tokens.to_str().unwrap()]).unwrap();
+    let mcp = Mcp::start(&[
+        "--host",
+        &server.url(),
+        "--pin",
+        &server.pin(),
+        "--write",
+        "--token-file",
+        token_file.to_str().unwrap(),
+    ])
+    .await;
+    let card = mcp.call("mark_explore", json!({"url": "/hub.md"})).await;
+    assert!(card.text.contains("## Backlinks (29; graph complete)"));
+    assert!(card.text.contains("- [About the harbour](/about.md#team)"));
+
+    // about.md now links to the changelog instead of the hub.
+    let about = std::fs::read_to_string(fixture().join("about.md"))
+        .unwrap()
+        .replace(
+            "Back to the [hub](hub.md).",
+            "See the [changelog](changelog.md).",
+        );
+    let r = mcp
+        .call(
+            "mark_publish",
+            json!({"url": "/about.md", "body": about, "expected_version": 1}),
+        )
+        .await;
+    assert_eq!(r.status(), "created", "{}", r.text);
+    // Reading the new version replaces its edges in the graph.
+    assert_eq!(mcp.fetch("/about.md").await.field("version"), Some("2"));
+    let card = mcp.call("mark_explore", json!({"url": "/hub.md"})).await;
+    assert!(
+        card.text.contains("## Backlinks (28; graph complete)"),
+        "{}",
+        card.text
+    );
+    assert!(
+        !card.text.contains("- [About the harbour]"),
+        "{}",
+        card.text
+    );
+    let changelog = mcp
+        .call("mark_explore", json!({"url": "/changelog.md"}))
+        .await;
+    assert!(
+        changelog
+            .text
+            .contains("- [About the harbour](/about.md#team)"),
+        "{}",
+        changelog.text
+    );
+    mcp.stop().await;
+}
