@@ -22,6 +22,8 @@ use crate::tls::{FailureSlot, TlsSetup, TrustFailure};
 const NO_APPLICATION_PROTOCOL: u8 = 120;
 /// QUIC error codes 0x100..=0x1ff carry a TLS alert.
 const CRYPTO_ERRORS: std::ops::RangeInclusive<u64> = 0x100..=0x1ff;
+/// Stands in for a deadline past what the clock can represent.
+const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// How long [`Client::close`] waits for the server to acknowledge.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
@@ -58,6 +60,12 @@ impl Client {
     /// loaded (no system roots, unreadable CA file) or no socket opens.
     pub fn new(config: ClientConfig) -> Result<Client, ClientError> {
         let tls = TlsSetup::new(&config.trust)?;
+        if config.keep_alive_interval >= config.idle_timeout {
+            return Err(ClientError::Config(format!(
+                "the keep-alive interval {:?} must be shorter than the idle timeout {:?}",
+                config.keep_alive_interval, config.idle_timeout
+            )));
+        }
         let mut transport = quinn::TransportConfig::default();
         transport.keep_alive_interval(Some(config.keep_alive_interval));
         let idle = quinn::IdleTimeout::try_from(config.idle_timeout)
@@ -173,7 +181,10 @@ impl Inner {
     /// timeout.
     async fn connect(&self, host: &str, port: u16) -> Result<Connection, ClientError> {
         let timeout = self.config.connect_timeout;
-        let deadline = Instant::now() + timeout;
+        // A timeout too large for the clock means no deadline worth keeping.
+        let deadline = Instant::now()
+            .checked_add(timeout)
+            .unwrap_or_else(|| Instant::now() + FAR_FUTURE);
         // An IPv6 literal may come in URL brackets; the TLS name is the bare IP.
         let server_name = host.trim_start_matches('[').trim_end_matches(']');
         let candidates = tokio::time::timeout_at(deadline, self.resolve(server_name, port))
@@ -322,7 +333,11 @@ impl Inner {
 async fn read_capped(recv: &mut RecvStream, cap: usize) -> Result<Vec<u8>, ClientError> {
     let mut buf = Vec::new();
     loop {
-        match recv.read_chunk(cap - buf.len() + 1, true).await {
+        // One byte past the cap is enough to know it is exceeded.
+        match recv
+            .read_chunk((cap - buf.len()).saturating_add(1), true)
+            .await
+        {
             Ok(Some(chunk)) => {
                 buf.extend_from_slice(&chunk.bytes);
                 if buf.len() > cap {

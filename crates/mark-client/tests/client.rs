@@ -147,6 +147,22 @@ async fn a_body_over_the_cap_is_refused_and_one_at_the_cap_is_read() {
 }
 
 #[tokio::test]
+async fn unbounded_limits_neither_overflow_nor_panic() {
+    let server = TestServer::start(echo);
+    let client = Client::new(ClientConfig {
+        max_response_bytes: usize::MAX,
+        connect_timeout: Duration::MAX,
+        request_timeout: Duration::MAX,
+        ..pinned(&server)
+    })
+    .unwrap();
+    assert_eq!(
+        fetch(&client, &server, "/a.md").await.unwrap().status,
+        Status::Ok
+    );
+}
+
+#[tokio::test]
 async fn a_trickling_server_hits_the_request_timeout() {
     let server = TestServer::start(|_, _| Action::Trickle);
     let timeout = Duration::from_millis(600);
@@ -304,6 +320,18 @@ async fn a_host_name_is_resolved_and_verified_by_name() {
     .unwrap()
     .unwrap();
     assert_eq!(response.status, Status::Ok);
+}
+
+#[tokio::test]
+async fn a_keep_alive_longer_than_the_idle_timeout_is_refused() {
+    let err = Client::new(ClientConfig {
+        trust: Trust::Insecure,
+        keep_alive_interval: Duration::from_secs(60),
+        idle_timeout: Duration::from_secs(30),
+        ..ClientConfig::default()
+    })
+    .unwrap_err();
+    assert!(matches!(err, ClientError::Config(_)), "{err}");
 }
 
 #[tokio::test]
