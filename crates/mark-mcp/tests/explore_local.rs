@@ -311,6 +311,13 @@ async fn node_corpus_backlinks_match_a_direct_scan() {
     mcp.stop().await;
 }
 
+/// The number right after `marker` in `text`.
+fn number_after(text: &str, marker: &str) -> usize {
+    let rest = text.split(marker).nth(1).unwrap();
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().unwrap()
+}
+
 /// The card's backlinks heading and the crawl note under it, if any.
 fn coverage(reply: &Reply) -> (String, Option<String>) {
     let lines = section(&reply.text, "## Backlinks");
@@ -362,26 +369,10 @@ async fn each_crawl_bound_leaves_an_honest_partial_graph() {
         );
         if args[0] == "--crawl-docs" {
             // 5 crawled, and the card's own document (if the crawl had not reached it).
-            let indexed: usize = heading
-                .split("graph partial: ")
-                .nth(1)
-                .unwrap()
-                .split(' ')
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap();
+            let indexed = number_after(&heading, "graph partial: ");
             assert!((5..=6).contains(&indexed), "{heading}");
             // Known: what the listings named before the bound stopped them too.
-            let known: usize = heading
-                .split('≥')
-                .nth(1)
-                .unwrap()
-                .split(' ')
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap();
+            let known = number_after(&heading, "≥");
             assert!((indexed..=31).contains(&known), "{heading}");
         }
         mcp.stop().await;
