@@ -317,7 +317,7 @@ fn finish_heading(source: &str, body_start: usize, open: OpenHeading) -> Heading
 
 /// Second pass over the (small) heading list: anchors, section ends and parents.
 fn finish_sections(headings: &mut [Heading], end: usize) {
-    let mut slugger = Slugger::default();
+    let mut slugger = Slugger::with_capacity(headings.len());
     let mut open: Vec<usize> = Vec::new();
     for i in 0..headings.len() {
         headings[i].anchor = slugger.anchor(&headings[i].text);

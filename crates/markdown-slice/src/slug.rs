@@ -51,6 +51,13 @@ pub(crate) struct Slugger {
 }
 
 impl Slugger {
+    /// A slugger with room for `headings` anchors, so the map never grows mid-document.
+    pub(crate) fn with_capacity(headings: usize) -> Self {
+        Slugger {
+            occurrences: HashMap::with_capacity(headings),
+        }
+    }
+
     /// The unique anchor for a heading text, or `None` when the slug is empty.
     pub(crate) fn anchor(&mut self, text: &str) -> Option<String> {
         let base = slugify(text);
