@@ -227,6 +227,8 @@ async fn a_changed_document_has_its_links_replaced() {
     let card = mcp.call("mark_explore", json!({"url": "/hub.md"})).await;
     assert!(card.text.contains("## Backlinks (29; graph complete)"));
     assert!(card.text.contains("- [About the harbour](/about.md#team)"));
+    let about_card = mcp.call("mark_explore", json!({"url": "/about.md"})).await;
+    assert_eq!(about_card.field("note"), None);
 
     // about.md now links to the changelog instead of the hub.
     let about = std::fs::read_to_string(fixture().join("about.md"))
@@ -242,8 +244,16 @@ async fn a_changed_document_has_its_links_replaced() {
         )
         .await;
     assert_eq!(r.status(), "created", "{}", r.text);
-    // Reading the new version replaces its edges in the graph.
-    assert_eq!(mcp.fetch("/about.md").await.field("version"), Some("2"));
+    // Reading the new version (here by its card) replaces its edges in the
+    // graph, and the card says what changed since the last one.
+    let about_card = mcp.call("mark_explore", json!({"url": "/about.md"})).await;
+    assert_eq!(about_card.field("version"), Some("2"));
+    assert_eq!(
+        about_card.field("note"),
+        Some("changed since your last read (v1 -> v2); sections changed: #team"),
+        "{}",
+        about_card.text
+    );
     let card = mcp.call("mark_explore", json!({"url": "/hub.md"})).await;
     assert!(
         card.text.contains("## Backlinks (28; graph complete)"),
