@@ -22,8 +22,11 @@ pub const MAX_LIST_PAGE: usize = 1000;
 /// The path of the agent manifest, always public.
 pub const MANIFEST_PATH: &str = "/.well-known/agent-manifest.md";
 /// How often a write re-reads and retries when another process took the
-/// version number it was about to write.
-const WRITE_ATTEMPTS: usize = 16;
+/// version number it was about to write. Within one engine writers never
+/// race (the per-document lock); across processes each lost race means the
+/// other side wrote a version, so this only bounds a pathological losing
+/// streak under heavy contention.
+const WRITE_ATTEMPTS: usize = 256;
 
 /// A request answered early with an error response.
 type Reply = Result<Response, Response>;
@@ -520,6 +523,8 @@ impl Engine {
             {
                 return Ok(written(Status::Created, &snap));
             }
+            // Lost the number to another process: let it finish before re-reading.
+            std::thread::yield_now();
         }
         Err(Response::error(
             Status::Unavailable,

@@ -334,10 +334,7 @@ impl Store {
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            // Hidden names are never served; names no request could spell
-            // (control characters, backslashes) are skipped too.
-            if name.starts_with('.') || SafePath::from_segments(vec![name.clone()], false).is_none()
-            {
+            if !servable_name(&name) {
                 continue;
             }
             let kind = entry.file_type()?;
@@ -369,7 +366,7 @@ impl Store {
             let vdir = folder.join(VERSIONS_DIR);
             if fs::symlink_metadata(&vdir).is_ok_and(|m| m.is_dir()) {
                 for (name, n, archived) in FolderIndex::read(&vdir)?.docs {
-                    if name.starts_with('.') {
+                    if !servable_name(&name) {
                         continue;
                     }
                     let archived = archived == Some(n);
@@ -528,6 +525,12 @@ impl Store {
             versioned::clear_archived(&vdir, &name)
         }
     }
+}
+
+/// Hidden names are never served; names no request could spell (control
+/// characters, backslashes) are skipped too.
+fn servable_name(name: &str) -> bool {
+    !name.starts_with('.') && SafePath::from_segments(vec![name.to_string()], false).is_some()
 }
 
 /// A child of a folder.
