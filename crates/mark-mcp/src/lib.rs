@@ -6,9 +6,9 @@
 //! Layers, bottom up: a [`source::Source`] answers Mark Protocol requests
 //! (in process over `mark-store`, or over QUIC with `mark-client`: see
 //! [`sources`]); a
-//! [`session::Session`] keeps the document cache ([`cache`]) and the
-//! delivery log ([`dedup`]); one function per capability ([`fetch`],
-//! [`lookup`], [`list`], [`versions`], [`mod@write`], [`resources`],
+//! [`session::Session`] keeps the document cache ([`cache`]), the
+//! delivery log ([`dedup`]) and the link graph with its crawl ([`crawl`]);
+//! one function per capability ([`fetch`], [`explore`], [`lookup`], [`list`], [`versions`], [`mod@write`], [`resources`],
 //! [`prompts`]) returns a [`envelope::ToolText`]; the MCP server
 //! ([`server`]) and the CLI verbs ([`cli`]) are thin adapters over those
 //! functions and never call each other.
