@@ -8,7 +8,8 @@
 //! [`sources`]); a
 //! [`session::Session`] keeps the document cache ([`cache`]), the
 //! delivery log ([`dedup`]) and the link graph with its crawl ([`crawl`]);
-//! one function per capability ([`fetch`], [`explore`], [`lookup`], [`list`], [`versions`], [`mod@write`], [`resources`],
+//! one function per capability ([`fetch`], [`explore`], [`lookup`],
+//! [`list`], [`versions`], [`mod@write`], [`resources`],
 //! [`prompts`]) returns a [`envelope::ToolText`]; the MCP server
 //! ([`server`]) and the CLI verbs ([`cli`]) are thin adapters over those
 //! functions and never call each other.
