@@ -78,6 +78,9 @@ pub struct Cli {
     /// Crawl requests in flight at once.
     #[arg(long, global = true, default_value = "16", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub crawl_concurrency: u16,
+    /// Longest wait for one request to a Mark server (--host), answer included.
+    #[arg(long, global = true, default_value = "15s", value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Duration,
     /// Offer the write tools (mark_publish, mark_append, mark_archive).
     #[arg(long, global = true)]
     pub write: bool,

@@ -4,7 +4,7 @@
 use crate::dedup::{Decision, Identity, Slice};
 use crate::envelope::{ToolText, size_line};
 use crate::paging::{Cursor, page_ranges};
-use crate::session::{CachedDoc, Loaded, Session};
+use crate::session::{CachedDoc, Loaded, Session, short};
 use markdown_slice::{Heading, OutlineOptions, SectionHashes, diff_sections};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
@@ -203,7 +203,8 @@ impl View<'_> {
                         miss.nearest.join(", ")
                     };
                     return Err(ToolText::error(format!(
-                        "section #{a} not found in {}; nearest: {nearest}",
+                        "section #{} not found in {}; nearest: {nearest}",
+                        short(a),
                         self.path
                     )));
                 }

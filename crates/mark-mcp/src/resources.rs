@@ -82,7 +82,8 @@ pub async fn read(session: &Session, uri: &str, now: Instant) -> Result<String, 
         Some(anchor) => match cached.doc.find_anchor(&anchor) {
             Ok(h) => Ok(cached.doc.section_text(h).to_string()),
             Err(miss) => Err(format!(
-                "section #{anchor} not found in {}; nearest: {}",
+                "section #{} not found in {}; nearest: {}",
+                crate::session::short(&anchor),
                 target.path,
                 miss.nearest.join(", ")
             )),

@@ -177,6 +177,14 @@ impl Session {
         };
         mark_proto::check_path(&path)
             .map_err(|e| format!("`{}` is not a usable path: {e}", short(&path)))?;
+        // No request line could carry it (and a local engine would echo it whole).
+        if path.len() > MAX_PATH_BYTES {
+            return Err(format!(
+                "`{}…` is {} bytes long, over the {MAX_PATH_BYTES}-byte limit of a path; use a shorter path",
+                short(&path),
+                path.len()
+            ));
+        }
         Ok(Target {
             path,
             fragment: fragment.filter(|f| !f.is_empty()),
@@ -290,8 +298,22 @@ impl Session {
     }
 }
 
-fn short(s: &str) -> String {
-    s.chars().take(120).collect()
+/// The longest path a request line can carry (`VERSIONS <path>\n` is the
+/// longest verb's line).
+const MAX_PATH_BYTES: usize = mark_proto::MAX_REQUEST_LINE - "VERSIONS \n".len();
+
+/// The first 120 characters of `s`, to quote user input in a one-line
+/// message: control characters come escaped (`\n`, `\u{0}`).
+pub(crate) fn short(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars().take(120) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A non-success response as a short result: its status and the server's
@@ -317,6 +339,12 @@ mod tests {
     use super::*;
     use crate::sources::LocalSource;
     use std::path::Path;
+
+    #[test]
+    fn quoted_input_is_short_and_on_one_line() {
+        assert_eq!(short("/a\u{0}b\r\n.md"), "/a\\u{0}b\\r\\n.md");
+        assert_eq!(short(&"x".repeat(10_000)).len(), 120);
+    }
 
     fn session() -> Session {
         let kb = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mcp/kb");

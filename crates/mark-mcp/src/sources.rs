@@ -195,6 +195,7 @@ pub fn from_cli(cli: &Cli) -> Result<Arc<dyn Source>, String> {
     let client = Client::new(ClientConfig {
         trust,
         token: token.map(Token::new),
+        request_timeout: cli.timeout,
         ..Default::default()
     })
     .map_err(|e| e.to_string())?;
