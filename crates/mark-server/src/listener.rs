@@ -200,6 +200,9 @@ async fn serve_stream(
     let write = async {
         send.write_all(&bytes).await?;
         send.finish()?;
+        // Stay until the peer has the whole response: a connection dropped
+        // at shutdown would otherwise discard data still in flight.
+        send.stopped().await?;
         Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
     };
     match tokio::time::timeout(limits.stream_timeout, write).await {

@@ -1209,26 +1209,54 @@ fn token_generate_prints_the_raw_token_once_and_stores_only_its_hash() {
     assert!(bad.is_err());
 }
 
-#[test]
-fn sigterm_stops_the_server_cleanly() {
-    let src = tempfile::tempdir().unwrap();
-    write_fixture(src.path());
-    let mut server = MarkServerProcess::start(src.path(), &["--flat"]).unwrap();
+/// Sends SIGTERM and waits (up to 15 s) for the process to exit.
+fn terminate(server: &mut MarkServerProcess) -> std::process::ExitStatus {
     let status = std::process::Command::new("kill")
         .args(["-TERM", &server.child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    let exit = loop {
+    loop {
         if let Some(exit) = server.child.try_wait().unwrap() {
-            break exit;
+            return exit;
         }
         assert!(
             std::time::Instant::now() < deadline,
             "still running after SIGTERM"
         );
         std::thread::sleep(Duration::from_millis(20));
-    };
+    }
+}
+
+#[test]
+fn sigterm_stops_the_server_cleanly() {
+    let src = tempfile::tempdir().unwrap();
+    write_fixture(src.path());
+    let mut server = MarkServerProcess::start(src.path(), &["--flat"]).unwrap();
+    let exit = terminate(&mut server);
     assert!(exit.success(), "exit after SIGTERM: {exit}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_a_request_in_flight_finish() {
+    let src = tempfile::tempdir().unwrap();
+    write_fixture(src.path());
+    let mut server =
+        MarkServerProcess::start(src.path(), &["--flat", "--stream-timeout-ms", "1500"]).unwrap();
+    let conn = raw::connect(&server).await;
+    let (mut send, mut recv) = conn.connection.open_bi().await.unwrap();
+    send.write_all(b"FETCH /index.md\n---\nnote: unfinished")
+        .await
+        .unwrap();
+    // Let the server take the stream before the signal.
+    assert_status(&conn.exchange(b"FETCH /health\n").await, Status::Ok);
+    let exit = tokio::task::block_in_place(|| terminate(&mut server));
+    assert!(exit.success(), "exit after SIGTERM: {exit}");
+    // The stream in flight was answered (its time ran out), not cut off.
+    let out = tokio::time::timeout(Duration::from_secs(5), recv.read_to_end(1 << 16))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_status(&Response::parse(&out).unwrap(), Status::BadRequest);
 }
