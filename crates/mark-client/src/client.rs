@@ -92,7 +92,8 @@ impl Client {
     /// replaced before the request goes out; a read request (FETCH, LIST,
     /// VERSIONS, LOOKUP) that fails because its connection was lost is sent
     /// once more on a new connection, a write never is. A request that times
-    /// out closes its connection, so the next one starts afresh. The
+    /// out on a connection that heard nothing from the server meanwhile
+    /// closes it, so the next one starts afresh. The
     /// configured token is added as `auth` unless the request carries its own.
     pub async fn request(
         &self,
@@ -107,6 +108,7 @@ impl Client {
         }
         let bytes = request.encode().map_err(ClientError::Encode)?;
         let connection = self.inner.connection(host, port).await?;
+        let acks_before = connection.stats().frame_rx.acks;
         match self.inner.exchange(&connection, &bytes).await {
             Err(e) if e.is_connection_lost() && request.verb.is_idempotent() => {
                 tracing::debug!(host, port, verb = %request.verb, "connection lost; sending again on a new connection");
@@ -117,8 +119,12 @@ impl Client {
                 // A server that crashed and came back on the same port never
                 // answers the old connection (its stateless resets carry a
                 // new key), so that connection would stay silent until its
-                // idle timeout: drop it, and the next request reconnects.
-                connection.close(VarInt::from_u32(0), b"request timed out");
+                // idle timeout: drop it, and the next request reconnects. A
+                // peer that acknowledged anything meanwhile is alive (just
+                // slow), and its connection carries other requests: keep it.
+                if connection.stats().frame_rx.acks == acks_before {
+                    connection.close(VarInt::from_u32(0), b"request timed out");
+                }
                 Err(e)
             }
             result => result,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use mark_client::{Client, ClientConfig, ClientError, Token, Trust, format_fingerprint};
 use mark_proto::{MarkUrl, Request, Status, Verb, WireError};
-use support::{Action, ServerOptions, TestServer, echo};
+use support::{Action, ServerOptions, TestServer, UdpRelay, echo};
 
 /// Every test finishes well within this, or fails instead of hanging.
 const GUARD: Duration = Duration::from_secs(20);
@@ -201,6 +201,62 @@ async fn a_request_the_server_stops_reading_still_gets_its_answer() {
         .unwrap();
     assert_eq!(response.status, Status::TooLarge);
     assert_eq!(response.error_message(), "The request is over the limit.");
+}
+
+#[tokio::test]
+async fn a_slow_request_leaves_the_shared_connection_open() {
+    let server = TestServer::start(|index, request: &[u8]| {
+        if request.starts_with(b"FETCH /slow") {
+            Action::Trickle
+        } else {
+            echo(index, request)
+        }
+    });
+    let client = Client::new(ClientConfig {
+        request_timeout: Duration::from_millis(600),
+        ..pinned(&server)
+    })
+    .unwrap();
+    let err = fetch(&client, &server, "/slow.md").await.unwrap_err();
+    assert!(matches!(err, ClientError::RequestTimeout { .. }), "{err}");
+    // The server acknowledged the request, so it is alive: its connection stays.
+    assert_eq!(
+        fetch(&client, &server, "/fast.md").await.unwrap().status,
+        Status::Ok
+    );
+    assert_eq!(server.accepted(), 1);
+}
+
+#[tokio::test]
+async fn a_server_that_came_back_gets_a_new_connection_after_a_timeout() {
+    let first = TestServer::start(echo);
+    let relay = UdpRelay::start(first.addr).await;
+    // The same certificate cannot be reused by a second test server, so trust any.
+    let client = Client::new(ClientConfig {
+        trust: Trust::Insecure,
+        request_timeout: Duration::from_millis(500),
+        connect_timeout: Duration::from_secs(3),
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let port = relay.addr.port();
+    let request = || client.request("127.0.0.1", port, Request::new(Verb::Fetch, "/a.md"));
+    assert_eq!(request().await.unwrap().status, Status::Ok);
+    // The server "restarts": a new process behind the same address knows
+    // nothing of the old connection and never answers it.
+    let second = TestServer::start(echo);
+    relay.retarget(second.addr);
+    let mut timeouts = 0;
+    let response = loop {
+        match tokio::time::timeout(GUARD, request()).await.unwrap() {
+            Ok(response) => break response,
+            Err(ClientError::RequestTimeout { .. }) if timeouts < 2 => timeouts += 1,
+            Err(other) => panic!("after {timeouts} timeouts: {other}"),
+        }
+    };
+    assert_eq!(response.status, Status::Ok);
+    assert!(timeouts >= 1, "the old connection cannot have answered");
+    assert_eq!(second.accepted(), 1);
 }
 
 #[tokio::test]

@@ -200,3 +200,49 @@ pub fn echo(_: usize, request: &[u8]) -> Action {
     }
     Action::Reply(response.encode().unwrap())
 }
+
+/// A UDP relay between the client and a server, whose target can change
+/// (a server that crashed and came back elsewhere on the same address).
+pub struct UdpRelay {
+    pub addr: SocketAddr,
+    target: Arc<Mutex<SocketAddr>>,
+}
+
+impl UdpRelay {
+    pub async fn start(target: SocketAddr) -> UdpRelay {
+        let front = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let back = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let relay = UdpRelay {
+            addr: front.local_addr().unwrap(),
+            target: Arc::new(Mutex::new(target)),
+        };
+        let client: Arc<Mutex<Option<SocketAddr>>> = Arc::default();
+        let (to_server, seen) = (relay.target.clone(), client.clone());
+        let (front_in, back_out) = (front.clone(), back.clone());
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 65536];
+            while let Ok((n, from)) = front_in.recv_from(&mut buf).await {
+                *seen.lock().unwrap() = Some(from);
+                let target = *to_server.lock().unwrap();
+                let _ = back_out.send_to(&buf[..n], target).await;
+            }
+        });
+        let to_server = relay.target.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 65536];
+            while let Ok((n, from)) = back.recv_from(&mut buf).await {
+                let current = *to_server.lock().unwrap();
+                let client = *client.lock().unwrap();
+                if let (true, Some(client)) = (from == current, client) {
+                    let _ = front.send_to(&buf[..n], client).await;
+                }
+            }
+        });
+        relay
+    }
+
+    /// Sends everything to `target` from now on.
+    pub fn retarget(&self, target: SocketAddr) {
+        *self.target.lock().unwrap() = target;
+    }
+}
