@@ -4,7 +4,7 @@
 # (idempotent, quiet) into tests/clients/.venv and tests/clients/node_modules
 # (both git-ignored), runs both checks, prints `N passed, M failed` and exits
 # non-zero on any failure. Needs python3 (with venv) and npm; builds
-# target/debug/mark-mcp if it is missing (MARK_MCP_BIN overrides).
+# target/debug/mark-mcp first (MARK_MCP_BIN names another binary instead).
 set -uo pipefail
 
 PYTHON_SDK_VERSION="2.3.0"
@@ -23,7 +23,8 @@ for tool in python3 npm npx node; do
   fi
 done
 
-if [ ! -x "$binary" ]; then
+# Build (a no-op when up to date) so the checks never run a stale binary.
+if [ -z "${MARK_MCP_BIN:-}" ]; then
   (cd "$workspace" && cargo build -q -p mark-mcp --bin mark-mcp) || {
     echo "could not build mark-mcp" >&2
     echo "0 passed, 1 failed"
