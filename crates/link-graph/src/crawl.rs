@@ -89,14 +89,22 @@ pub enum CrawlStep {
     },
 }
 
-/// Why a crawl stopped before its frontier was empty.
+/// LIST steps (pages count one each) a crawl hands out at most unless told otherwise
+/// ([`CrawlPlan::with_max_listings`]): listing goes on after a fetch bound is hit, so the
+/// count of known documents keeps growing, and this stops a source with endless folders
+/// or cursors before the time budget does.
+pub const DEFAULT_MAX_LISTINGS: usize = 10_000;
+
+/// Why a crawl stopped before its frontier was empty (the first bound hit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
-    /// `max_documents` fetches were sent.
+    /// `max_documents` fetches were sent. Listing goes on.
     Documents(usize),
-    /// `max_bytes` body bytes were received.
+    /// `max_bytes` body bytes were received. Listing goes on.
     Bytes(u64),
-    /// The time budget ran out.
+    /// The listing cap was reached. Fetching of the documents already known goes on.
+    Listings(usize),
+    /// The time budget ran out: no new request of either kind.
     Deadline(Duration),
 }
 
@@ -105,6 +113,7 @@ impl fmt::Display for StopReason {
         match self {
             StopReason::Documents(n) => write!(f, "document limit ({n}) reached"),
             StopReason::Bytes(n) => write!(f, "byte limit ({n} bytes) reached"),
+            StopReason::Listings(n) => write!(f, "listing limit ({n} listings) reached"),
             StopReason::Deadline(d) => write!(f, "time limit ({} s) reached", d.as_secs_f64()),
         }
     }
@@ -131,11 +140,17 @@ pub struct CrawlOutcome {
 }
 
 /// A bounded breadth-first crawl of one source, as pure state: see the module example.
-/// Listings go before fetches, so the count of known documents grows early.
+/// Listings go before fetches, so the count of known documents grows early; once a fetch
+/// bound (documents, bytes) is hit, listing goes on until the deadline or the listing cap,
+/// so that count stays a close lower bound of the source's total.
 #[derive(Debug)]
 pub struct CrawlPlan {
     limits: CrawlLimits,
-    deadline: Instant,
+    max_listings: usize,
+    /// `None`: the budget reaches past what `Instant` can hold, so there is no deadline.
+    deadline: Option<Instant>,
+    listing_open: bool,
+    fetching_open: bool,
     dirs: VecDeque<(String, Option<String>)>,
     docs: VecDeque<String>,
     seen_dirs: HashSet<String>,
@@ -157,7 +172,10 @@ impl CrawlPlan {
         };
         Ok(CrawlPlan {
             limits,
-            deadline: now + limits.time_budget,
+            max_listings: DEFAULT_MAX_LISTINGS,
+            deadline: now.checked_add(limits.time_budget),
+            listing_open: true,
+            fetching_open: true,
             dirs: VecDeque::from([(root.clone(), None)]),
             docs: VecDeque::new(),
             seen_dirs: HashSet::from([root]),
@@ -175,35 +193,57 @@ impl CrawlPlan {
         })
     }
 
+    /// The same plan with at most `max_listings` LIST steps instead of
+    /// [`DEFAULT_MAX_LISTINGS`].
+    pub fn with_max_listings(mut self, max_listings: usize) -> CrawlPlan {
+        self.max_listings = max_listings;
+        self
+    }
+
     /// When no new request may start: a driver can race its in-flight requests against it.
-    pub fn deadline(&self) -> Instant {
+    /// `None` when `start + time_budget` is past what the clock can represent: no deadline.
+    pub fn deadline(&self) -> Option<Instant> {
         self.deadline
     }
 
+    /// Records the first bound hit; later ones only close their kind of step.
+    fn hit(&mut self, reason: StopReason) {
+        self.outcome.stopped.get_or_insert(reason);
+    }
+
     /// The next request to send, or `None` if there is none now: the frontier is empty,
-    /// `max_in_flight` requests are out, or a bound was hit. Call it until `None` after
-    /// every report.
+    /// `max_in_flight` requests are out, or the bounds allow no more. Call it until `None`
+    /// after every report.
     pub fn next_step(&mut self, now: Instant) -> Option<CrawlStep> {
-        if self.outcome.stopped.is_none() && now >= self.deadline {
-            self.outcome.stopped = Some(StopReason::Deadline(self.limits.time_budget));
+        if self.deadline.is_some_and(|deadline| now >= deadline) {
+            self.hit(StopReason::Deadline(self.limits.time_budget));
+            self.listing_open = false;
+            self.fetching_open = false;
         }
-        if self.outcome.stopped.is_some() || self.in_flight.len() >= self.limits.max_in_flight {
+        if self.in_flight.len() >= self.limits.max_in_flight {
             return None;
         }
-        if let Some((dir, cursor)) = self.dirs.pop_front() {
-            self.in_flight.insert(dir.clone());
-            self.outcome.listings += 1;
-            return Some(CrawlStep::List { dir, cursor });
+        if self.listing_open && !self.dirs.is_empty() {
+            if self.outcome.listings >= self.max_listings {
+                self.hit(StopReason::Listings(self.max_listings));
+                self.listing_open = false;
+            } else if let Some((dir, cursor)) = self.dirs.pop_front() {
+                self.in_flight.insert(dir.clone());
+                self.outcome.listings += 1;
+                return Some(CrawlStep::List { dir, cursor });
+            }
         }
-        if self.docs.is_empty() {
+        if !self.fetching_open || self.docs.is_empty() {
             return None;
         }
         if self.outcome.documents >= self.limits.max_documents {
-            self.outcome.stopped = Some(StopReason::Documents(self.limits.max_documents));
+            self.hit(StopReason::Documents(self.limits.max_documents));
+            self.fetching_open = false;
             return None;
         }
         if self.outcome.bytes >= self.limits.max_bytes {
-            self.outcome.stopped = Some(StopReason::Bytes(self.limits.max_bytes));
+            self.hit(StopReason::Bytes(self.limits.max_bytes));
+            self.fetching_open = false;
             return None;
         }
         let path = self.docs.pop_front()?;
@@ -282,7 +322,8 @@ impl CrawlPlan {
     /// Whether nothing is in flight and nothing more will be handed out.
     pub fn is_finished(&self) -> bool {
         self.in_flight.is_empty()
-            && (self.outcome.stopped.is_some() || (self.dirs.is_empty() && self.docs.is_empty()))
+            && (!self.listing_open || self.dirs.is_empty())
+            && (!self.fetching_open || self.docs.is_empty())
     }
 
     /// Counters so far, and whether the crawl is complete.
@@ -311,6 +352,17 @@ mod tests {
     /// Hands out every step available now.
     fn drain(plan: &mut CrawlPlan, now: Instant) -> Vec<CrawlStep> {
         std::iter::from_fn(|| plan.next_step(now)).collect()
+    }
+
+    /// Runs a crawl of a root holding one document, `a.md`, at time `now`.
+    fn crawl_one_document(mut plan: CrawlPlan, now: Instant) -> CrawlOutcome {
+        assert_eq!(drain(&mut plan, now), [list("/", None)]);
+        plan.on_listed("/", [doc("a.md")], None).unwrap();
+        assert_eq!(drain(&mut plan, now), [fetch("/a.md")]);
+        plan.on_fetched("/a.md", 1).unwrap();
+        assert!(drain(&mut plan, now).is_empty());
+        assert!(plan.is_finished());
+        plan.outcome()
     }
 
     fn fetch(path: &str) -> CrawlStep {
@@ -410,13 +462,8 @@ mod tests {
             max_documents: 1,
             ..CrawlLimits::default()
         };
-        let mut plan = CrawlPlan::new("/", limits, t0).unwrap();
-        drain(&mut plan, t0);
-        plan.on_listed("/", [doc("a.md")], None).unwrap();
-        assert_eq!(drain(&mut plan, t0), [fetch("/a.md")]);
-        plan.on_fetched("/a.md", 1).unwrap();
-        assert!(drain(&mut plan, t0).is_empty());
-        assert!(plan.outcome().complete);
+        let plan = CrawlPlan::new("/", limits, t0).unwrap();
+        assert!(crawl_one_document(plan, t0).complete);
     }
 
     #[test]
@@ -452,7 +499,7 @@ mod tests {
             ..CrawlLimits::default()
         };
         let mut plan = CrawlPlan::new("/", limits, t0).unwrap();
-        assert_eq!(plan.deadline(), t0 + Duration::from_secs(10));
+        assert_eq!(plan.deadline(), Some(t0 + Duration::from_secs(10)));
         drain(&mut plan, t0);
         plan.on_listed("/", [doc("a.md"), doc("b.md")], None)
             .unwrap();
@@ -473,6 +520,125 @@ mod tests {
             Some("time limit (10 s) reached")
         );
         assert!(!outcome.complete);
+    }
+
+    #[test]
+    fn a_budget_past_the_clock_means_no_deadline() {
+        let t0 = Instant::now();
+        let limits = CrawlLimits {
+            time_budget: Duration::MAX,
+            ..CrawlLimits::default()
+        };
+        let plan = CrawlPlan::new("/", limits, t0).unwrap();
+        assert_eq!(plan.deadline(), None);
+        let much_later = t0 + Duration::from_secs(100 * 365 * 24 * 3600);
+        assert!(crawl_one_document(plan, much_later).complete);
+    }
+
+    #[test]
+    fn listing_goes_on_after_the_document_bound() {
+        let t0 = Instant::now();
+        let limits = CrawlLimits {
+            max_documents: 2,
+            ..CrawlLimits::default()
+        };
+        let mut plan = CrawlPlan::new("/", limits, t0).unwrap();
+        drain(&mut plan, t0);
+        plan.on_listed(
+            "/",
+            [doc("a.md"), doc("b.md"), doc("c.md"), dir("sub")],
+            None,
+        )
+        .unwrap();
+        // The fetches go out while /sub/ is still being listed, and use up the bound.
+        assert_eq!(
+            drain(&mut plan, t0),
+            [list("/sub/", None), fetch("/a.md"), fetch("/b.md")]
+        );
+        assert_eq!(plan.outcome().stopped, Some(StopReason::Documents(2)));
+        plan.on_fetched("/a.md", 1).unwrap();
+        plan.on_fetched("/b.md", 1).unwrap();
+        let found = plan
+            .on_listed("/sub/", [doc("d.md"), dir("deeper")], Some("p2".to_owned()))
+            .unwrap();
+        assert_eq!(found, ["/sub/d.md"]);
+        assert!(!plan.is_finished(), "two listings are still to do");
+        // Listings only: no third fetch.
+        assert_eq!(
+            drain(&mut plan, t0),
+            [list("/sub/", Some("p2")), list("/sub/deeper/", None)]
+        );
+        assert_eq!(
+            plan.on_listed("/sub/", [doc("e.md")], None).unwrap(),
+            ["/sub/e.md"]
+        );
+        assert_eq!(
+            plan.on_listed("/sub/deeper/", [doc("f.md")], None).unwrap(),
+            ["/sub/deeper/f.md"]
+        );
+        assert!(drain(&mut plan, t0).is_empty());
+        assert!(plan.is_finished());
+        let outcome = plan.outcome();
+        assert_eq!(
+            (outcome.documents, outcome.listings, outcome.stopped),
+            (2, 4, Some(StopReason::Documents(2)))
+        );
+        assert!(!outcome.complete);
+    }
+
+    #[test]
+    fn the_deadline_stops_listing_after_the_document_bound() {
+        let t0 = Instant::now();
+        let limits = CrawlLimits {
+            max_documents: 1,
+            time_budget: Duration::from_secs(10),
+            ..CrawlLimits::default()
+        };
+        let mut plan = CrawlPlan::new("/", limits, t0).unwrap();
+        drain(&mut plan, t0);
+        plan.on_listed("/", [doc("a.md"), doc("b.md"), dir("sub")], None)
+            .unwrap();
+        assert_eq!(drain(&mut plan, t0), [list("/sub/", None), fetch("/a.md")]);
+        plan.on_fetched("/a.md", 1).unwrap();
+        plan.on_listed("/sub/", [dir("deeper")], None).unwrap();
+        assert!(drain(&mut plan, t0 + Duration::from_secs(10)).is_empty());
+        assert!(plan.is_finished(), "/sub/deeper/ is left unlisted");
+        assert_eq!(plan.outcome().stopped, Some(StopReason::Documents(1)));
+    }
+
+    #[test]
+    fn the_listing_cap_stops_listing_but_not_fetching() {
+        let t0 = Instant::now();
+        let mut plan = CrawlPlan::new("/", CrawlLimits::default(), t0)
+            .unwrap()
+            .with_max_listings(2);
+        drain(&mut plan, t0);
+        plan.on_listed("/", [doc("a.md"), dir("one"), dir("two")], None)
+            .unwrap();
+        // One listing left: /one/; /two/ waits, so a.md goes out.
+        assert_eq!(drain(&mut plan, t0), [list("/one/", None), fetch("/a.md")]);
+        plan.on_listed("/one/", [doc("b.md")], None).unwrap();
+        assert_eq!(plan.outcome().stopped, Some(StopReason::Listings(2)));
+        assert_eq!(drain(&mut plan, t0), [fetch("/one/b.md")]);
+        plan.on_fetched("/a.md", 1).unwrap();
+        plan.on_fetched("/one/b.md", 1).unwrap();
+        assert!(plan.is_finished());
+        let outcome = plan.outcome();
+        assert_eq!((outcome.listings, outcome.documents), (2, 2));
+        assert!(!outcome.complete, "/two/ was never listed");
+        assert_eq!(
+            StopReason::Listings(2).to_string(),
+            "listing limit (2 listings) reached"
+        );
+    }
+
+    #[test]
+    fn exactly_max_listings_is_still_complete() {
+        let t0 = Instant::now();
+        let plan = CrawlPlan::new("/", CrawlLimits::default(), t0)
+            .unwrap()
+            .with_max_listings(1);
+        assert!(crawl_one_document(plan, t0).complete);
     }
 
     #[test]

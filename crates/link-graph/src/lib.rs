@@ -30,7 +30,9 @@ mod paths;
 mod text;
 
 pub use coverage::Coverage;
-pub use crawl::{CrawlLimits, CrawlOutcome, CrawlPlan, CrawlStep, StopReason};
+pub use crawl::{
+    CrawlLimits, CrawlOutcome, CrawlPlan, CrawlStep, DEFAULT_MAX_LISTINGS, StopReason,
+};
 pub use error::{GraphError, PlanError};
 pub use extract::document_edges;
 pub use graph::{Backlink, Edge, LinkGraph, LinkTarget, OutboundLink, UpdateOutcome};

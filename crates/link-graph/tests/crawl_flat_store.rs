@@ -61,11 +61,20 @@ fn run_step(engine: &Engine, plan: &mut CrawlPlan, graph: &mut LinkGraph, step: 
     }
 }
 
-/// Crawls until the plan is finished; marks the graph complete if the crawl was.
+/// Crawls until the plan is finished; marks the graph complete if the crawl was. Like
+/// mark-mcp's driver, it starts every step the plan hands out before reporting any, so
+/// fetches go out while listings are still in flight.
 fn crawl(engine: &Engine, graph: &mut LinkGraph, limits: CrawlLimits) -> CrawlOutcome {
     let mut plan = CrawlPlan::new("/", limits, Instant::now()).unwrap();
-    while let Some(step) = plan.next_step(Instant::now()) {
-        run_step(engine, &mut plan, graph, step);
+    loop {
+        let started: Vec<CrawlStep> =
+            std::iter::from_fn(|| plan.next_step(Instant::now())).collect();
+        if started.is_empty() {
+            break;
+        }
+        for step in started {
+            run_step(engine, &mut plan, graph, step);
+        }
     }
     assert!(plan.is_finished());
     let outcome = plan.outcome();
@@ -135,6 +144,10 @@ fn a_bounded_crawl_says_how_partial_the_graph_is() {
     assert_eq!(
         (outcome.documents, outcome.stopped, outcome.complete),
         (10, Some(StopReason::Documents(10)), false)
+    );
+    assert_eq!(
+        outcome.listings, 7,
+        "the pages are all listed after the document bound"
     );
     let coverage = graph.coverage();
     assert_eq!(coverage.to_string(), "graph partial: 10 of ≥64 documents");

@@ -347,9 +347,6 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// The longest crawl time budget: the planner adds it to the clock.
-const MAX_TIME_BUDGET: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-
 /// The request for one step: LIST paged, FETCH conditional on the etag the
 /// graph holds.
 fn request_for(step: &CrawlStep, etag: Option<&str>) -> Request {
@@ -378,11 +375,7 @@ async fn crawl(
     stop: &Notify,
     clock: &(dyn Fn() -> Instant + Sync),
 ) -> Option<CrawlOutcome> {
-    let limits = CrawlLimits {
-        time_budget: shared.settings.limits.time_budget.min(MAX_TIME_BUDGET),
-        ..shared.settings.limits
-    };
-    let mut plan = match CrawlPlan::new("/", limits, clock()) {
+    let mut plan = match CrawlPlan::new("/", shared.settings.limits, clock()) {
         Ok(p) => p,
         Err(e) => {
             tracing::warn!(error = %e, "crawl not started");
@@ -656,6 +649,19 @@ mod tests {
         );
         assert!(!outcome.complete && outcome.documents < 31);
         assert!(!graph.backlinks("/hub.md").1.complete);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_time_budget_past_the_clock_means_no_deadline() {
+        let limits = CrawlLimits {
+            time_budget: Duration::MAX,
+            ..CrawlSettings::default().limits
+        };
+        let graph = graph_over(counted(), limits);
+        let outcome = crawl(&graph.shared, &Notify::new(), &Instant::now)
+            .await
+            .unwrap();
+        assert!(outcome.complete, "{outcome:?}");
     }
 
     /// A watcher already cancelled.
