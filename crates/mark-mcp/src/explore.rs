@@ -17,6 +17,7 @@ use crate::dedup::Slice;
 use crate::envelope::{ToolText, size_line};
 use crate::fetch::change_note;
 use crate::list::entry_path;
+use crate::paging::cursor_argument;
 use crate::session::{CachedDoc, Loaded, Session};
 use futures::future::BoxFuture;
 use link_graph::{Backlink, Coverage};
@@ -131,21 +132,13 @@ pub async fn explore_watched(
             "{path} is a folder; explore a document in it (mark_list {path} names them)"
         ));
     }
-    let cursor = match params
-        .cursor
-        .as_deref()
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-    {
-        None => None,
-        Some(c) => match Cursor::parse(c) {
-            Some(c) => Some(c),
-            None => {
-                return ToolText::error(format!(
-                    "cursor `{c}` is not one mark_explore gave; explore {path} again without a cursor"
-                ));
-            }
-        },
+    let cursor = match cursor_argument(params.cursor.as_deref(), Cursor::parse) {
+        Ok(c) => c,
+        Err(c) => {
+            return ToolText::error(format!(
+                "cursor `{c}` is not one mark_explore gave; explore {path} again without a cursor"
+            ));
+        }
     };
     match cursor {
         None => card(session, &path, now, watcher).await,

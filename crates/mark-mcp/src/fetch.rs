@@ -3,7 +3,7 @@
 
 use crate::dedup::{Decision, Identity, Slice};
 use crate::envelope::{ToolText, size_line};
-use crate::paging::{Cursor, page_ranges};
+use crate::paging::{Cursor, cursor_argument, page_ranges};
 use crate::session::{CachedDoc, Loaded, Session, short};
 use markdown_slice::{Heading, OutlineOptions, SectionHashes, diff_sections};
 use rmcp::schemars::{self, JsonSchema};
@@ -68,21 +68,13 @@ pub async fn fetch(session: &Session, params: FetchParams, now: Instant) -> Tool
             anchors.push(a);
         }
     }
-    let cursor = match params
-        .cursor
-        .as_deref()
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-    {
-        None => None,
-        Some(c) => match Cursor::parse(c) {
-            Some(c) => Some(c),
-            None => {
-                return ToolText::error(format!(
-                    "cursor `{c}` is not one mark-mcp gave; fetch again without a cursor"
-                ));
-            }
-        },
+    let cursor = match cursor_argument(params.cursor.as_deref(), Cursor::parse) {
+        Ok(c) => c,
+        Err(c) => {
+            return ToolText::error(format!(
+                "cursor `{c}` is not one mark-mcp gave; fetch again without a cursor"
+            ));
+        }
     };
     if cursor.is_some() && anchors.len() > 1 {
         return ToolText::error(

@@ -96,9 +96,39 @@ impl Cursor {
     }
 }
 
+/// Reads a tool's optional `cursor` argument with `parse`: `Ok(None)` when it
+/// is absent or blank, `Err` with the trimmed text (for the tool's error
+/// message) when `parse` refuses it.
+pub fn cursor_argument<C>(
+    arg: Option<&str>,
+    parse: impl FnOnce(&str) -> Option<C>,
+) -> Result<Option<C>, &str> {
+    match arg.map(str::trim).filter(|c| !c.is_empty()) {
+        None => Ok(None),
+        Some(c) => parse(c).map(Some).ok_or(c),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cursor_argument_is_absent_blank_read_or_refused() {
+        assert_eq!(cursor_argument(None, Cursor::parse), Ok(None));
+        assert_eq!(cursor_argument(Some(" \t"), Cursor::parse), Ok(None));
+        assert_eq!(
+            cursor_argument(Some(" p2.abc "), Cursor::parse),
+            Ok(Some(Cursor {
+                page: 2,
+                etag: "abc".to_owned()
+            }))
+        );
+        assert_eq!(
+            cursor_argument(Some(" p0.abc\n"), Cursor::parse),
+            Err("p0.abc")
+        );
+    }
 
     fn check_cover(text: &str, pages: &[Range<usize>], max: usize) {
         assert_eq!(pages.first().map(|r| r.start), Some(0));
