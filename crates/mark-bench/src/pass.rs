@@ -11,8 +11,9 @@ use mark_testkit::LoggedRequest;
 use std::time::{Duration, Instant};
 
 /// One pass of one strategy over every question: outcomes, the calls made
-/// per question, the server requests logged meanwhile, and the wall time
-/// spent in the questions' tool calls (process start-up excluded).
+/// per question (kept by the warm session, which replays them), the server
+/// requests logged meanwhile, and the wall time spent in the questions'
+/// tool calls (process start-up excluded).
 #[derive(Default)]
 pub(crate) struct Pass {
     pub(crate) outcomes: Vec<QuestionOutcome>,
@@ -40,7 +41,6 @@ pub(crate) async fn cold_pass(
         let started = Instant::now();
         let asked = ask(&mut session, plan, q, Evidence::default()).await;
         pass.wall += started.elapsed();
-        pass.calls.push(session.calls().to_vec());
         session.close().await;
         pass.outcomes.push(asked?.0);
     }
@@ -84,6 +84,9 @@ impl Row {
                     .filter(|r| r.status == "not-modified")
                     .count(),
             );
+            for r in requests {
+                *f.requests_by_verb.entry(r.verb.clone()).or_default() += 1;
+            }
         }
         Some(f)
     }

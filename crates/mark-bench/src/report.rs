@@ -3,6 +3,7 @@
 
 use crate::strategy::QuestionOutcome;
 use serde::{Serialize, Serializer};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Says what the token column counts.
@@ -40,6 +41,8 @@ pub struct StrategyFigures {
     pub requests: Option<usize>,
     /// Of those, answered `not-modified` (no body moved).
     pub not_modified: Option<usize>,
+    /// Those requests by verb (`FETCH`, `LIST`, `LOOKUP` …).
+    pub requests_by_verb: BTreeMap<String, usize>,
     /// Wall time of the pass (all questions), median over runs.
     #[serde(serialize_with = "ser_micros")]
     pub wall_median: Duration,
@@ -62,6 +65,7 @@ impl StrategyFigures {
             result_bytes: 0,
             requests: None,
             not_modified: None,
+            requests_by_verb: BTreeMap::new(),
             wall_median: Duration::ZERO,
             outcomes: Vec::new(),
         }
@@ -96,6 +100,7 @@ impl StrategyFigures {
             result_bytes: outcomes.iter().map(|o| o.bytes).sum(),
             requests: None,
             not_modified: None,
+            requests_by_verb: BTreeMap::new(),
             wall_median: median(walls),
             outcomes,
         }

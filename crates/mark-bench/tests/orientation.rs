@@ -111,6 +111,25 @@ async fn orientation_benchmark_runs_over_the_real_binaries() {
             None => assert!(s.tokens > 0 || s.label.contains("2nd pass")),
         }
     }
+    // When the warm session ran, its second pass must show the savings.
+    if let (Some(first), Some(second)) = (
+        report
+            .strategies
+            .iter()
+            .find(|s| s.label.contains("1st pass") && s.skipped.is_none()),
+        report
+            .strategies
+            .iter()
+            .find(|s| s.label.contains("2nd pass") && s.skipped.is_none()),
+    ) {
+        assert!(
+            second.tokens < first.tokens,
+            "warm 2nd pass {} vs 1st {}",
+            second.tokens,
+            first.tokens
+        );
+        assert!(second.requests < first.requests);
+    }
     let json = serde_json::to_value(&report).unwrap();
     // For looking into a run: the raw figures, traces included.
     if let Some(path) = std::env::var_os("MARK_BENCH_JSON") {
