@@ -12,7 +12,7 @@
 use crate::BenchError;
 use crate::pass::{Row, cold_pass};
 use crate::questions::{Evidence, Question, load_questions};
-use crate::report::{StrategyFigures, TOKENIZER_NOTE, median};
+use crate::report::{StrategyFigures, TOKENIZER_NOTE, median, render_unanswered};
 use crate::session::{McpSession, ServerCommand};
 use crate::strategy::{Plan, Strategy};
 use serde::Serialize;
@@ -85,6 +85,22 @@ pub struct SectionTask {
     pub trace: Vec<String>,
     /// Why it could not run, if so.
     pub error: Option<String>,
+}
+
+impl SectionTask {
+    /// A row for a server that could not do the task.
+    fn failed(label: &str, why: String) -> SectionTask {
+        SectionTask {
+            label: label.to_string(),
+            calls: 0,
+            tokens: 0,
+            bytes: 0,
+            complete: false,
+            wall_median: Duration::ZERO,
+            trace: Vec::new(),
+            error: Some(why),
+        }
+    }
 }
 
 /// The result of [`run_peers`].
@@ -191,29 +207,11 @@ async fn section_task(
                 first.get_or_insert(task);
             }
             Err(e) => {
-                return SectionTask {
-                    label: label.to_string(),
-                    calls: 0,
-                    tokens: 0,
-                    bytes: 0,
-                    complete: false,
-                    wall_median: Duration::ZERO,
-                    trace: Vec::new(),
-                    error: Some(e.to_string()),
-                };
+                return SectionTask::failed(label, e.to_string());
             }
         }
     }
-    let mut task = first.unwrap_or_else(|| SectionTask {
-        label: label.to_string(),
-        calls: 0,
-        tokens: 0,
-        bytes: 0,
-        complete: false,
-        wall_median: Duration::ZERO,
-        trace: Vec::new(),
-        error: Some("no run".into()),
-    });
+    let mut task = first.unwrap_or_else(|| SectionTask::failed(label, "no run".into()));
     task.wall_median = median(&mut walls);
     task
 }
@@ -405,16 +403,7 @@ pub async fn run_peers(opts: PeersOptions) -> Result<PeersReport, BenchError> {
     ];
     for (i, (label, name, command)) in tasks.iter().enumerate() {
         section.push(match unusable(i) {
-            Some(why) => SectionTask {
-                label: label.to_string(),
-                calls: 0,
-                tokens: 0,
-                bytes: 0,
-                complete: false,
-                wall_median: Duration::ZERO,
-                trace: Vec::new(),
-                error: Some(why),
-            },
+            Some(why) => SectionTask::failed(label, why),
             None => section_task(label, name, command, &corpus_s, runs).await,
         });
     }
@@ -443,14 +432,9 @@ pub fn render_peers(report: &PeersReport) -> String {
                 r.label
             )),
             None => out.push_str(&format!(
-                "| {task} | {} | {}/{} | {:.2} | {} | {} | {} | {:.0} ms |\n",
+                "| {task} | {} | {} | {:.0} ms |\n",
                 r.label,
-                r.answered,
-                r.questions,
-                r.calls_mean,
-                r.calls_max,
-                r.tokens,
-                r.result_bytes,
+                r.cells(),
                 r.wall_median.as_secs_f64() * 1000.0
             )),
         }
@@ -478,15 +462,7 @@ pub fn render_peers(report: &PeersReport) -> String {
             )),
         }
     }
-    for r in &report.questions {
-        if !r.unanswered.is_empty() {
-            out.push_str(&format!(
-                "\nNot answered by {}: {}\n",
-                r.label,
-                r.unanswered.join(", ")
-            ));
-        }
-    }
+    out.push_str(&render_unanswered(&report.questions));
     out.push_str("\nServers:\n\n");
     for s in &report.servers {
         match &s.error {
@@ -509,6 +485,46 @@ pub fn render_peers(report: &PeersReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn renders_one_table_with_failures_spelled_out() {
+        let report = PeersReport {
+            tokenizer: TOKENIZER_NOTE.into(),
+            servers: vec![PeerServer {
+                name: "mcpvault".into(),
+                command: "npx --no-install mcpvault kb".into(),
+                tools: Vec::new(),
+                error: Some("no MCP handshake".into()),
+            }],
+            questions: vec![StrategyFigures::skipped(
+                "mcpvault: plan",
+                "no MCP handshake",
+                30,
+            )],
+            section_task: vec![SectionTask::failed(
+                "mcpvault: outline",
+                "no MCP handshake".into(),
+            )],
+            runs: 1,
+        };
+        let md = render_peers(&report);
+        assert!(
+            md.contains(
+                "| 30 orientation questions | mcpvault: plan | skipped: no MCP handshake |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| one section of fs.md | mcpvault: outline | failed: no MCP handshake |"),
+            "{md}"
+        );
+        assert!(md.contains("- mcpvault: did not start: no MCP handshake"));
+        assert_eq!(
+            md.lines().filter(|l| l.starts_with("|---")).count(),
+            1,
+            "one table"
+        );
+    }
 
     #[test]
     fn vault_range_finds_the_heading_without_backticks() {

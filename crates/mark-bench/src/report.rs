@@ -71,6 +71,19 @@ impl StrategyFigures {
         }
     }
 
+    /// The table cells `answered | calls mean | calls max | tokens | bytes`.
+    pub fn cells(&self) -> String {
+        format!(
+            "{}/{} | {:.2} | {} | {} | {}",
+            self.answered,
+            self.questions,
+            self.calls_mean,
+            self.calls_max,
+            self.tokens,
+            self.result_bytes
+        )
+    }
+
     /// Aggregates per-question outcomes.
     pub fn from_outcomes(
         label: &str,
@@ -175,34 +188,34 @@ pub fn render_rows(rows: &[StrategyFigures]) -> String {
             (None, _) => "–".into(),
         };
         out.push_str(&format!(
-            "| {} | {}/{} | {:.2} | {} | {} | {} | {} | {:.0} ms |\n",
+            "| {} | {} | {requests} | {:.0} ms |\n",
             r.label,
-            r.answered,
-            r.questions,
-            r.calls_mean,
-            r.calls_max,
-            r.tokens,
-            r.result_bytes,
-            requests,
+            r.cells(),
             r.wall_median.as_secs_f64() * 1000.0
         ));
     }
     out
 }
 
+/// One `Not answered by …: ids` line per row that missed questions.
+pub fn render_unanswered(rows: &[StrategyFigures]) -> String {
+    rows.iter()
+        .filter(|r| !r.unanswered.is_empty())
+        .map(|r| {
+            format!(
+                "\nNot answered by {}: {}\n",
+                r.label,
+                r.unanswered.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// The report as markdown: the table, the unanswered questions, the targets
 /// and what is counted.
 pub fn render_table(report: &Report) -> String {
     let mut out = render_rows(&report.strategies);
-    for s in &report.strategies {
-        if !s.unanswered.is_empty() {
-            out.push_str(&format!(
-                "\nNot answered by {}: {}\n",
-                s.label,
-                s.unanswered.join(", ")
-            ));
-        }
-    }
+    out.push_str(&render_unanswered(&report.strategies));
     out.push_str("\n| target | measured | met |\n|---|---|---|\n");
     for t in &report.targets {
         let met = match t.met {
