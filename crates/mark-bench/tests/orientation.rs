@@ -5,48 +5,15 @@
 
 use mark_bench::{OrientationOptions, render_table, run_orientation};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// `NAME` in the test's profile directory (`target/debug/deps/x` →
-/// `target/debug/NAME`), brought up to date with `cargo build -p NAME` (a
-/// no-op when nothing changed) so the benchmark never measures a stale
-/// binary. When that build fails (another crate mid-edit) an existing
-/// binary is used, and the test says so.
+/// The workspace binary `name`, as `cargo nextest run --workspace` built it
+/// (built only when missing; see `mark_testkit::workspace_binary`).
 fn binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    let profile = if deps.ends_with("deps") {
-        deps.parent().unwrap()
-    } else {
-        deps
-    };
-    let path = profile.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-p", name, "--bin", name, "--target-dir"])
-        .arg(profile.parent().unwrap())
-        .current_dir(workspace())
-        .stdout(Stdio::null());
-    if profile.ends_with("release") {
-        cmd.arg("--release");
-    }
-    let built = cmd.status().unwrap().success();
-    assert!(
-        built || path.is_file(),
-        "cargo build -p {name} failed and there is no {}",
-        path.display()
-    );
-    if !built {
-        eprintln!(
-            "warning: cargo build -p {name} failed; measuring the existing {}",
-            path.display()
-        );
-    }
-    path
+    mark_testkit::workspace_binary(name).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,31 +1,33 @@
-//! Finding (or building) the `mark-server` executable.
+//! Finding (or building) the workspace's executables.
 
 use crate::TestkitError;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-const BIN_NAME: &str = "mark-server";
-
-/// The path of the `mark-server` executable, building it once if needed.
-///
-/// Order: `MARK_SERVER_BIN`; `mark-server` in the profile directory of the
-/// running executable (`target/debug/deps/test-abc` → `target/debug`); else
-/// `cargo build -p mark-server --bin mark-server` into the same target
-/// directory (with `--release` when that directory is `release`).
+/// The path of the `mark-server` executable, building it once if needed
+/// (`MARK_SERVER_BIN` overrides). See [`workspace_binary`].
 pub fn mark_server_binary() -> Result<PathBuf, TestkitError> {
     static FOUND: OnceLock<PathBuf> = OnceLock::new();
     if let Some(path) = FOUND.get() {
         return Ok(path.clone());
     }
-    let path = locate()?;
+    let path = match std::env::var_os("MARK_SERVER_BIN") {
+        Some(path) => PathBuf::from(path),
+        None => workspace_binary("mark-server")?,
+    };
     Ok(FOUND.get_or_init(|| path).clone())
 }
 
-fn locate() -> Result<PathBuf, TestkitError> {
-    if let Some(path) = std::env::var_os("MARK_SERVER_BIN") {
-        return Ok(PathBuf::from(path));
-    }
+/// The path of the workspace binary `name` (package and binary of the same
+/// name): the one in the profile directory of the running executable
+/// (`target/debug/deps/test-abc` → `target/debug`), which `cargo nextest run
+/// --workspace` has just built with the test's features; only when it is
+/// missing, `cargo build -p NAME --bin NAME` into the same target directory
+/// (with `--release` when that directory is `release`). A test never
+/// rebuilds a binary that exists: a build with other features would replace
+/// it under the feet of tests running beside it.
+pub fn workspace_binary(name: &str) -> Result<PathBuf, TestkitError> {
     let exe = std::env::current_exe().map_err(|source| TestkitError::Spawn {
         program: "current_exe".into(),
         source,
@@ -36,11 +38,11 @@ fn locate() -> Result<PathBuf, TestkitError> {
             exe.display()
         ))
     })?;
-    let candidate = profile_dir.join(exe_name());
+    let candidate = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     if candidate.is_file() {
         return Ok(candidate);
     }
-    build(&profile_dir)?;
+    build(name, &profile_dir)?;
     if candidate.is_file() {
         Ok(candidate)
     } else {
@@ -49,10 +51,6 @@ fn locate() -> Result<PathBuf, TestkitError> {
             candidate.display()
         )))
     }
-}
-
-fn exe_name() -> String {
-    format!("{BIN_NAME}{}", std::env::consts::EXE_SUFFIX)
 }
 
 /// `target/<profile>/deps/exe` → `target/<profile>`; `target/<profile>/exe` → `target/<profile>`.
@@ -65,13 +63,13 @@ fn profile_dir_of(exe: &Path) -> Option<PathBuf> {
     }
 }
 
-fn build(profile_dir: &Path) -> Result<(), TestkitError> {
+fn build(name: &str, profile_dir: &Path) -> Result<(), TestkitError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let target_dir = profile_dir
         .parent()
         .ok_or_else(|| TestkitError::Build("the profile directory has no parent".into()))?;
     let mut cmd = Command::new(&cargo);
-    cmd.args(["build", "-p", BIN_NAME, "--bin", BIN_NAME])
+    cmd.args(["build", "-p", name, "--bin", name])
         .arg("--target-dir")
         .arg(target_dir)
         .stdin(Stdio::null())

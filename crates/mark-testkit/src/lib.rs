@@ -26,7 +26,7 @@ mod cert;
 mod process;
 mod store;
 
-pub use binary::mark_server_binary;
+pub use binary::{mark_server_binary, workspace_binary};
 pub use cert::{TestCertificate, write_test_certificate};
 pub use process::{LoggedRequest, MarkServerProcess, parse_listening_line, parse_request_line};
 pub use store::{TempStore, generate_token, import_store, run_mark_server};
