@@ -48,7 +48,9 @@ pub enum TestkitError {
         source: std::io::Error,
     },
     /// Building the binary failed.
-    #[error("`cargo build -p mark-server` failed ({0}); build it yourself or set MARK_SERVER_BIN")]
+    #[error(
+        "building a workspace binary failed ({0}); run `cargo build --workspace --bins` (or set MARK_SERVER_BIN)"
+    )]
     Build(String),
     /// The server exited or printed something else before `listening`.
     #[error("mark-server did not start: {0}")]
