@@ -116,6 +116,40 @@ pub enum Verb {
     Archive(ArchiveParams),
     /// Read a document as a person: a URL, a /path of the source, or a file.
     Open(OpenArgs),
+    /// Benchmarks over the real binaries (needs no --root or --host).
+    Bench {
+        /// Which benchmark.
+        #[command(subcommand)]
+        bench: BenchCommand,
+    },
+    /// Run the orientation scenario once on the bundled knowledge base
+    /// (fixtures/soul) over a real mark-server, and print the table.
+    Demo,
+}
+
+/// The benchmarks of `bench`.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Scripted agents answer the knowledge base's questions with each
+    /// strategy; prints a markdown table of calls, tokens and requests.
+    Orientation(OrientationArgs),
+}
+
+/// Arguments of `bench orientation`.
+#[derive(Debug, clap::Args)]
+pub struct OrientationArgs {
+    /// The knowledge base folder (default: the bundled fixtures/soul).
+    #[arg(long)]
+    pub kb: Option<std::path::PathBuf>,
+    /// The questions file (default: questions.toml in the knowledge base).
+    #[arg(long)]
+    pub questions: Option<std::path::PathBuf>,
+    /// Runs per strategy; wall time is the median.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Also write the raw figures as JSON to this file.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `open`.
@@ -182,6 +216,10 @@ pub async fn run(session: &Session, verb: Verb) -> ToolText {
         },
         Verb::Archive(p) => archive(session, p).await,
         Verb::Open(a) => open_from_source(session, &a, now).await,
+        // They start their own server: `main` runs them before any source.
+        Verb::Bench { .. } | Verb::Demo => ToolText::error(
+            "bench and demo start their own server; run them as `mark-mcp bench orientation` or `mark-mcp demo`.",
+        ),
     }
 }
 

@@ -17,6 +17,7 @@
 //! It is not a markdown parser (that is `markdown-slice`) nor a protocol
 //! implementation (that is `mark-proto`, `mark-client`, `mark-store`).
 
+pub mod bench;
 pub mod cache;
 pub mod cli;
 pub mod crawl;

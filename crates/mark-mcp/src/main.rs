@@ -1,7 +1,8 @@
 //! The `mark-mcp` binary: MCP over stdio, or one CLI verb.
 
 use clap::Parser;
-use mark_mcp::cli::{self, Cli, Verb};
+use mark_mcp::bench;
+use mark_mcp::cli::{self, BenchCommand, Cli, Verb};
 use mark_mcp::server::MarkServer;
 use mark_mcp::session::Session;
 use mark_mcp::sources;
@@ -48,6 +49,14 @@ fn main() -> ExitCode {
 }
 
 async fn run(mut cli: Cli) -> ExitCode {
+    // The benchmarks start their own server and sessions: no source here.
+    match &cli.verb {
+        Some(Verb::Bench {
+            bench: BenchCommand::Orientation(args),
+        }) => return bench::orientation(args).await,
+        Some(Verb::Demo) => return bench::demo().await,
+        _ => {}
+    }
     let source = match sources::from_cli(&cli) {
         Ok(s) => s,
         Err(e) => {

@@ -1,12 +1,11 @@
 //! `mark-bench-peers`: the side-by-side of mark-mcp and peer MCP servers
-//! (run by `bench/peers/run.sh`), the orientation benchmark over a real
-//! mark-server (until `mark-mcp bench orientation` calls the same
-//! function), and a probe that lists any stdio MCP server's tools through
-//! the same rmcp client harness.
+//! (run by `bench/peers/run.sh`), and a probe that lists any stdio MCP server's tools through
+//! the same rmcp client harness. The orientation benchmark over a real
+//! mark-server is `mark-mcp bench orientation`.
 
 use clap::{Parser, Subcommand};
 use mark_bench::peers::{PeersOptions, render_peers, run_peers};
-use mark_bench::{McpSession, OrientationOptions, ServerCommand, render_table, run_orientation};
+use mark_bench::{McpSession, ServerCommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -48,27 +47,6 @@ enum Command {
         /// Also write the markdown here.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Also write the raw figures as JSON here.
-        #[arg(long)]
-        json: Option<PathBuf>,
-    },
-    /// The orientation benchmark: mark-mcp over a real mark-server.
-    Orientation {
-        /// The knowledge base folder.
-        #[arg(long, default_value = "fixtures/soul")]
-        kb: PathBuf,
-        /// The questions file.
-        #[arg(long, default_value = "fixtures/soul/questions.toml")]
-        questions: PathBuf,
-        /// The mark-mcp executable.
-        #[arg(long, default_value = "target/release/mark-mcp")]
-        mark_mcp: PathBuf,
-        /// The mark-server executable.
-        #[arg(long, default_value = "target/release/mark-server")]
-        mark_server: PathBuf,
-        /// Runs (wall time is the median).
-        #[arg(long, default_value_t = 3)]
-        runs: usize,
         /// Also write the raw figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -124,32 +102,6 @@ async fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
             write_json(json, &report)
-        }
-        Command::Orientation {
-            kb,
-            questions,
-            mark_mcp,
-            mark_server,
-            runs,
-            json,
-        } => {
-            let opts = OrientationOptions {
-                kb,
-                questions,
-                runs,
-                mark_mcp_bin: mark_mcp,
-                mark_server_bin: mark_server,
-            };
-            match run_orientation(opts).await {
-                Ok(report) => {
-                    print!("{}", render_table(&report));
-                    write_json(json, &report)
-                }
-                Err(e) => {
-                    eprintln!("mark-bench-peers: {e}");
-                    ExitCode::FAILURE
-                }
-            }
         }
         Command::Tools { call, args, server } => {
             let Some((program, rest)) = server.split_first() else {
