@@ -16,7 +16,7 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::Mcp;
+use support::{Mcp, PublishingServer};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -206,24 +206,8 @@ async fn a_client_with_a_progress_token_hears_the_crawl() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_document_has_its_links_replaced() {
-    let store = import_store(&fixture()).unwrap();
-    let secrets = tempfile::tempdir().unwrap();
-    let tokens = secrets.path().join("tokens.toml");
-    let token = generate_token(&tokens, "/**", "publish", None).unwrap();
-    let token_file = secrets.path().join("token");
-    std::fs::write(&token_file, &token).unwrap();
-    let server =
-        MarkServerProcess::start(store.path(), &["--tokens", tokens.to_str().unwrap()]).unwrap();
-    let mcp = Mcp::start(&[
-        "--host",
-        &server.url(),
-        "--pin",
-        &server.pin(),
-        "--write",
-        "--token-file",
-        token_file.to_str().unwrap(),
-    ])
-    .await;
+    let server = PublishingServer::start(&fixture());
+    let mcp = Mcp::start(&server.writer_args(&[])).await;
     let card = mcp.call("mark_explore", json!({"url": "/hub.md"})).await;
     assert!(card.text.contains("## Backlinks (29; graph complete)"));
     assert!(card.text.contains("- [About the harbour](/about.md#team)"));

@@ -5,10 +5,10 @@
 
 mod support;
 
-use mark_testkit::{MarkServerProcess, generate_token, import_store};
+use mark_testkit::MarkServerProcess;
 use serde_json::json;
 use std::time::Duration;
-use support::{Mcp, kb};
+use support::{Mcp, PublishingServer, kb};
 
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -36,31 +36,13 @@ fn statuses(server: &MarkServerProcess, path: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_cache_dedup_and_writes() {
-    let store = import_store(&kb()).unwrap();
-    let secrets = tempfile::tempdir().unwrap();
-    let tokens = secrets.path().join("tokens.toml");
-    let token = generate_token(&tokens, "/**", "publish", None).unwrap();
-    let token_file = secrets.path().join("token");
-    std::fs::write(&token_file, &token).unwrap();
-    let server =
-        MarkServerProcess::start(store.path(), &["--tokens", tokens.to_str().unwrap()]).unwrap();
+    let publishing = PublishingServer::start(&kb());
+    let server = &publishing.server;
     let host = server.url();
     let pin = server.pin();
-    let token_path = token_file.display().to_string();
 
     // Session A: writes allowed, a long freshness window.
-    let a = Mcp::start(&[
-        "--host",
-        &host,
-        "--pin",
-        &pin,
-        "--write",
-        "--token-file",
-        &token_path,
-        "--fresh-for",
-        "1h",
-    ])
-    .await;
+    let a = Mcp::start(&publishing.writer_args(&["--fresh-for", "1h"])).await;
     let mut sentinel = 0;
     let r = a.fetch(&format!("{host}/small.md")).await;
     assert_eq!(
@@ -83,7 +65,7 @@ async fn remote_cache_dedup_and_writes() {
             .body()
             .starts_with("## Pilots")
     );
-    sync_log(&a, &server, &mut sentinel).await;
+    sync_log(&a, server, &mut sentinel).await;
     assert_eq!(server.count_requests("FETCH", "/small.md"), 1);
     assert_eq!(server.count_requests("FETCH", "/large.md"), 1);
 
@@ -185,8 +167,8 @@ async fn remote_cache_dedup_and_writes() {
         b.fetch("/large.md#contacts").await.field("mode"),
         Some("section")
     );
-    sync_log(&b, &server, &mut sentinel).await;
-    let after = statuses(&server, "/large.md");
+    sync_log(&b, server, &mut sentinel).await;
+    let after = statuses(server, "/large.md");
     assert_eq!(after.len(), before + 2);
     assert_eq!(
         after.last().map(String::as_str),

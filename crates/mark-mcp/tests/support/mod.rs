@@ -40,6 +40,56 @@ pub fn copy_kb() -> tempfile::TempDir {
     dir
 }
 
+/// A real `mark-server` on a versioned copy of `src` whose token store
+/// grants publishing everywhere, with that token in a file for `--token-file`.
+pub struct PublishingServer {
+    /// The running server (request counting, url, pin).
+    pub server: mark_testkit::MarkServerProcess,
+    /// The file holding the raw publish token.
+    pub token_file: PathBuf,
+    _store: mark_testkit::TempStore,
+    _secrets: tempfile::TempDir,
+}
+
+impl PublishingServer {
+    /// Imports `src` and starts the server on 127.0.0.1.
+    pub fn start(src: &Path) -> PublishingServer {
+        let store = mark_testkit::import_store(src).unwrap();
+        let secrets = tempfile::tempdir().unwrap();
+        let tokens = secrets.path().join("tokens.toml");
+        let token = mark_testkit::generate_token(&tokens, "/**", "publish", None).unwrap();
+        let token_file = secrets.path().join("token");
+        std::fs::write(&token_file, &token).unwrap();
+        let server = mark_testkit::MarkServerProcess::start(
+            store.path(),
+            &["--tokens", tokens.to_str().unwrap()],
+        )
+        .unwrap();
+        PublishingServer {
+            server,
+            token_file,
+            _store: store,
+            _secrets: secrets,
+        }
+    }
+
+    /// `--host URL --pin sha256:… --write --token-file F` and `extra`: a
+    /// session that may write.
+    pub fn writer_args(&self, extra: &[&str]) -> Vec<String> {
+        let mut args = vec![
+            "--host".to_string(),
+            self.server.url(),
+            "--pin".to_string(),
+            self.server.pin(),
+            "--write".to_string(),
+            "--token-file".to_string(),
+            self.token_file.display().to_string(),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args
+    }
+}
+
 /// A `key: value` line of a result's envelope.
 pub fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     let head = text.split("\n\n").next().unwrap_or("");
