@@ -90,17 +90,9 @@ impl PublishingServer {
     }
 }
 
-/// A `key: value` line of a result's envelope.
-pub fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    let head = text.split("\n\n").next().unwrap_or("");
-    head.lines()
-        .find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix(": ")))
-}
-
-/// The text after the envelope's blank line.
-pub fn body(text: &str) -> &str {
-    text.split_once("\n\n").map_or("", |(_, b)| b)
-}
+/// The envelope readers the benchmark's scripted agents use: a `key: value`
+/// line of a result, and the text after its blank line.
+pub use mark_bench::reading::{body, field};
 
 /// The JSON object of a `json!({..})` argument list (anything else: none).
 fn object(args: Value) -> Map<String, Value> {
