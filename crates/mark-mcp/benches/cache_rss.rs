@@ -1,0 +1,312 @@
+//! Whether `--cache-bytes` bounds what a session keeps: a generated tree of
+//! many large documents (400 of ~100 KB) served by a real `mark-server`, read
+//! by the release `mark-mcp` binary over stdio (mark-bench's rmcp client
+//! session) with a small bound (1 MB, 8 MB) and with a bound larger than the
+//! tree (the unbounded baseline). Every document is fetched in outline mode
+//! and then one of its sections, so the cache fills and evicts. The process's
+//! resident memory is read from `/proc/PID/status` (VmRSS, and VmHWM, its
+//! peak) after the handshake, after a warm-up and at the end.
+//!
+//! The binary exposes no figure of its cache, so the same reads also go
+//! through the library's `Session` in this process, whose
+//! `cache_bytes_used` is the cache's own accounting, checked after every call
+//! against the bound.
+//!
+//! Linux only (`/proc`). Run with `cargo bench -p mark-mcp --bench
+//! cache_rss`; without `--bench` (as `cargo test --benches` runs it) it reads
+//! a tenth of the tree, to check that it works. Numbers in the crate README.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use mark_bench::{McpSession, ServerCommand};
+use mark_client::{Client, ClientConfig, Trust};
+use mark_mcp::fetch::{FetchMode, FetchParams, fetch};
+use mark_mcp::session::Session;
+use mark_mcp::settings::Settings;
+use mark_mcp::source::Source;
+use mark_mcp::sources::RemoteSource;
+use mark_proto::MarkUrl;
+use mark_testkit::{MarkServerProcess, import_store};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Documents in the generated tree.
+const DOCS: usize = 400;
+/// Sections per document (`## Section K`, ~5 KB each: under the outline
+/// threshold, so a section comes whole).
+const SECTIONS: usize = 20;
+/// Bytes of text per section.
+const SECTION_BYTES: usize = 5_000;
+/// Documents read before the "after warm-up" sample.
+const WARMUP_DOCS: usize = 20;
+/// Larger than the whole tree: the unbounded baseline.
+const UNBOUNDED: usize = 1 << 30;
+
+const WORDS: [&str; 16] = [
+    "harbour",
+    "tide",
+    "sensor",
+    "reading",
+    "buffer",
+    "quay",
+    "ferry",
+    "gauge",
+    "window",
+    "ingest",
+    "alert",
+    "dashboard",
+    "island",
+    "probe",
+    "retention",
+    "metric",
+];
+
+/// `DOCS` documents of ~100 KB in 8 folders, with varied text (a small
+/// linear congruential generator picks the words).
+fn generated_tree(docs: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut word = || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        WORDS[(seed >> 60) as usize]
+    };
+    for d in 0..docs {
+        let folder = dir.path().join(format!("f{}", d % 8));
+        std::fs::create_dir_all(&folder).unwrap();
+        let mut text = format!("# Document {d}\n\nA generated document for the cache bound.\n");
+        for s in 0..SECTIONS {
+            text.push_str(&format!("\n## Section {s}\n\n"));
+            let start = text.len();
+            while text.len() - start < SECTION_BYTES {
+                text.push_str(word());
+                text.push(if (text.len() - start) % 400 < 8 {
+                    '\n'
+                } else {
+                    ' '
+                });
+            }
+            text.push('\n');
+        }
+        std::fs::write(folder.join(format!("d{d:03}.md")), text).unwrap();
+    }
+    dir
+}
+
+fn doc_path(d: usize) -> String {
+    format!("/f{}/d{d:03}.md", d % 8)
+}
+
+/// VmRSS and VmHWM of `pid`, in KiB.
+fn memory_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /proc/{pid}/status"))
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// The newest live `mark-mcp` child of this process: the session does not
+/// hand out its child, so it is found through `/proc`.
+fn mark_mcp_child() -> u32 {
+    let me = std::process::id();
+    let mut newest: Option<(u64, u32)> = None;
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid … starttime(22nd)`; comm may hold spaces.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = &stat[open + 1..close];
+        let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let (Some(state), Some(ppid), Some(start)) = (rest.first(), rest.get(1), rest.get(19))
+        else {
+            continue;
+        };
+        if comm == "mark-mcp" && *state != "Z" && ppid.parse() == Ok(me) {
+            let start: u64 = start.parse().unwrap_or(0);
+            if newest.is_none_or(|(s, _)| start >= s) {
+                newest = Some((start, pid));
+            }
+        }
+    }
+    newest.expect("no mark-mcp child process").1
+}
+
+fn outline_args(d: usize) -> serde_json::Value {
+    json!({ "url": doc_path(d), "mode": "outline" })
+}
+
+fn section_url(d: usize) -> String {
+    format!("{}#section-{}", doc_path(d), d % SECTIONS)
+}
+
+/// Resident memory of one binary run, in KiB.
+struct Run {
+    bound: usize,
+    startup: u64,
+    warm: u64,
+    end: u64,
+    peak: u64,
+}
+
+async fn binary_run(server: &MarkServerProcess, bound: usize, docs: usize) -> Run {
+    let command = ServerCommand::new(
+        env!("CARGO_BIN_EXE_mark-mcp"),
+        [
+            "--host".to_string(),
+            server.url(),
+            "--pin".to_string(),
+            server.pin(),
+            "--cache-bytes".to_string(),
+            bound.to_string(),
+        ],
+    );
+    let mut session = McpSession::start(&command).await.unwrap();
+    let pid = mark_mcp_child();
+    let (startup, _) = memory_kib(pid);
+    let mut warm = 0;
+    for d in 0..docs {
+        let outline = session.call("mark_fetch", outline_args(d)).await.unwrap();
+        assert!(
+            !outline.is_error && outline.text.contains("section-1"),
+            "{}",
+            outline.text
+        );
+        let section = session
+            .call("mark_fetch", json!({ "url": section_url(d) }))
+            .await
+            .unwrap();
+        assert!(
+            !section.is_error && section.text.contains(&format!("Section {}", d % SECTIONS)),
+            "{}",
+            section.text
+        );
+        if d + 1 == WARMUP_DOCS.min(docs) {
+            warm = memory_kib(pid).0;
+        }
+    }
+    let (end, peak) = memory_kib(pid);
+    session.close().await;
+    Run {
+        bound,
+        startup,
+        warm,
+        end,
+        peak,
+    }
+}
+
+/// The same reads through the library in this process; returns the largest
+/// `cache_bytes_used` seen after any call and the figure at the end.
+async fn accounted_run(server: &MarkServerProcess, bound: usize, docs: usize) -> (usize, usize) {
+    let client = Client::new(ClientConfig {
+        trust: Trust::Pin(server.fingerprint),
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let source: Arc<dyn Source> = Arc::new(RemoteSource::new(
+        MarkUrl::parse(&server.url()).unwrap(),
+        client,
+    ));
+    let session = Session::new(
+        source,
+        Settings {
+            cache_bytes: bound,
+            ..Settings::default()
+        },
+    );
+    let mut most = 0;
+    for d in 0..docs {
+        for params in [
+            FetchParams {
+                url: doc_path(d),
+                mode: Some(FetchMode::Outline),
+                ..FetchParams::default()
+            },
+            FetchParams {
+                url: section_url(d),
+                ..FetchParams::default()
+            },
+        ] {
+            let t = fetch(&session, params, Instant::now()).await;
+            assert_eq!(t.status, "ok", "{}", t.render());
+            let used = session.cache_bytes_used();
+            assert!(
+                used <= bound,
+                "the cache holds {used} bytes over its bound {bound}"
+            );
+            most = most.max(used);
+        }
+    }
+    (most, session.cache_bytes_used())
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1}", kib as f64 / 1024.0)
+}
+
+fn main() {
+    let benching = std::env::args().any(|a| a == "--bench");
+    let docs = if benching { DOCS } else { DOCS / 10 };
+    let tree = generated_tree(docs);
+    let tree_bytes: u64 = (0..docs)
+        .map(|d| {
+            std::fs::metadata(tree.path().join(&doc_path(d)[1..]))
+                .unwrap()
+                .len()
+        })
+        .sum();
+    let store = import_store(tree.path()).unwrap();
+    let server = MarkServerProcess::start::<&str>(store.path(), &[]).unwrap();
+    let bounds = [1_000_000, 8_000_000, UNBOUNDED];
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (runs, accounts) = rt.block_on(async {
+        let mut runs = Vec::new();
+        let mut accounts = Vec::new();
+        for bound in bounds {
+            runs.push(binary_run(&server, bound, docs).await);
+            accounts.push(accounted_run(&server, bound, docs).await);
+        }
+        (runs, accounts)
+    });
+    println!(
+        "cache_rss: {docs} documents, {:.1} MiB of markdown; each read in outline mode, then one section\n",
+        tree_bytes as f64 / (1024.0 * 1024.0)
+    );
+    println!(
+        "| --cache-bytes | RSS after start MiB | after {WARMUP_DOCS} docs | at end | peak (VmHWM) | end − start | peak − start | cache's own max bytes_used (in process) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for (run, (most, _end)) in runs.iter().zip(&accounts) {
+        let bound = if run.bound == UNBOUNDED {
+            "1 GiB (unbounded)".to_string()
+        } else {
+            format!("{} MB", run.bound / 1_000_000)
+        };
+        println!(
+            "| {bound} | {} | {} | {} | {} | {} | {} | {:.2} MB |",
+            mib(run.startup),
+            mib(run.warm),
+            mib(run.end),
+            mib(run.peak),
+            mib(run.end.saturating_sub(run.startup)),
+            mib(run.peak.saturating_sub(run.startup)),
+            *most as f64 / 1_000_000.0
+        );
+    }
+}
