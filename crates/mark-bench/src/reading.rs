@@ -108,6 +108,20 @@ pub fn outline_items(text: &str) -> Vec<OutlineItem> {
         .collect()
 }
 
+/// The heading names of a card outline given as a compact run
+/// (`- Backfill · Burn rate · …`, lines without anchors): a name works as
+/// an anchor.
+pub fn outline_names(section: &str) -> Vec<String> {
+    section
+        .lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .filter(|l| !l.trim_end().ends_with(" tok)"))
+        .flat_map(|l| l.split(" · "))
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
 /// The lines of the card section `## {name}` (up to the next `## `), or ""
 /// when the card has no such section. `name` matches a heading's start, so
 /// `Backlinks` finds `## Backlinks (12, complete)`.

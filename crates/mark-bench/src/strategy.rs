@@ -6,7 +6,7 @@ use crate::BenchError;
 use crate::questions::{Evidence, Question};
 use crate::reading::{self, CardLink, LookupHit};
 use crate::session::{McpSession, ToolCall};
-use crate::terms::{overlap, query_ladder, rank_by_overlap, terms};
+use crate::terms::{key_terms, overlap, query_ladder, rank_by_overlap, terms};
 use markdown_slice::{Document, Target};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -146,6 +146,25 @@ impl<'s> Asker<'s> {
         self.outcome.trace.push(trace_line(&call));
         self.evidence.add(&call.text);
         Ok(call)
+    }
+
+    /// The text `call` stands for: its own, or, when it answered `unchanged`
+    /// (this session already sent that text), the text of the earlier call
+    /// with the same arguments that the agent still holds in its context.
+    pub fn remembered<'c>(&'c self, call: &'c ToolCall) -> &'c str {
+        if reading::field(&call.text, "status") != Some("unchanged") {
+            return &call.text;
+        }
+        self.session
+            .calls()
+            .iter()
+            .rev()
+            .find(|c| {
+                c.name == call.name
+                    && c.args == call.args
+                    && reading::field(&c.text, "status") != Some("unchanged")
+            })
+            .map_or(&call.text, |c| c.text.as_str())
     }
 
     /// The outcome and the evidence gathered.
@@ -383,15 +402,25 @@ async fn lookup_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
 }
 
 /// What a card offers to read next: its outline's headings (as
-/// `hub#anchor`) and its outbound links, with their text.
+/// `hub#anchor`, or `hub#name` from a run of names) and its outbound
+/// links, with their text.
 fn card_offers(hub: &str, card: &str) -> Vec<CardLink> {
-    let mut offers: Vec<CardLink> = reading::outline_items(reading::card_section(card, "Outline"))
+    let outline = reading::card_section(card, "Outline");
+    let mut offers: Vec<CardLink> = reading::outline_items(outline)
         .into_iter()
         .map(|item| CardLink {
             url: format!("{hub}#{}", item.anchor),
             text: item.text,
         })
         .collect();
+    offers.extend(
+        reading::outline_names(outline)
+            .into_iter()
+            .map(|name| CardLink {
+                url: format!("{hub}#{name}"),
+                text: name,
+            }),
+    );
     offers.extend(reading::card_links(reading::card_section(
         card,
         "Outbound links",
@@ -399,98 +428,144 @@ fn card_offers(hub: &str, card: &str) -> Vec<CardLink> {
     offers
 }
 
+/// What an agent reads of an offer: its text and where it points (a link
+/// named `ADR 0004` says what it is about in its target's file name).
+fn offer_words(offer: &CardLink) -> String {
+    format!("{} {}", offer.text, offer.url)
+}
+
+fn is_number(term: &str) -> bool {
+    term.chars().all(|c| c.is_ascii_digit())
+}
+
+/// Most card offers a section agent fetches before it searches instead.
+pub const MAX_OFFER_FETCHES: usize = 2;
+
 /// Strategy 3: explore the hub; choose among the card's headings and links
-/// by overlap of their text with the question's words (the words of the
-/// hub's own title left out: everything on its card is about that). When
-/// no offer shares at least two words (or every word, for a one-word
-/// question) and the card cut its outline or links short, page those
-/// first (`mark_explore` with the card's cursor, at most
-/// [`MAX_CARD_PAGES`] pages each, stopping once an offer is good enough). Then fetch the best
-/// offers in turn; a target that comes back as an outline is narrowed to
-/// its best heading.
+/// by overlap of their text and target with the question's words (the words
+/// of the hub's own title left out: everything on its card is about that).
+/// An offer is good when it shares at least two words (every word, for a
+/// one-word question) or names one of the question's naming words (see
+/// [`key_terms`]; numbers left out: a date's year names nothing). While no
+/// offer is good and the card cut its outline or links short, page those
+/// (`mark_explore` with the card's cursor, at most [`MAX_CARD_PAGES`] pages
+/// each). Then fetch the offers, good ones first, at most
+/// [`MAX_OFFER_FETCHES`]; a target that comes back as an outline is
+/// narrowed to its best heading. When that did not answer: a body lookup,
+/// and its best hits' sections.
 async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
     let hub = asker.question().hub.clone();
-    let card = asker.call("mark_explore", json!({ "url": hub })).await?;
-    if asker.done() || card.is_error {
+    let call = asker.call("mark_explore", json!({ "url": hub })).await?;
+    if asker.done() || call.is_error {
         return Ok(());
     }
-    let title_terms = terms(reading::field(&card.text, "title").unwrap_or(""));
-    let q_terms: Vec<String> = terms(&asker.question().question)
+    let card = asker.remembered(&call).to_string();
+    let title_terms = terms(reading::field(&card, "title").unwrap_or(""));
+    let question = &asker.question().question;
+    let q_terms: Vec<String> = terms(question)
         .into_iter()
         .filter(|t| !title_terms.contains(t))
         .collect();
-    let mut offers = card_offers(&hub, &card.text);
+    let names: Vec<String> = key_terms(question)
+        .into_iter()
+        .filter(|t| !title_terms.contains(t) && !is_number(t))
+        .collect();
     let strong = 2.min(q_terms.len()).max(1);
-    let best = |offers: &[CardLink]| {
-        offers
-            .iter()
-            .map(|o| overlap(&q_terms, &o.text))
-            .max()
-            .unwrap_or(0)
+    let good = |offer: &CardLink| {
+        let words = offer_words(offer);
+        overlap(&q_terms, &words) >= strong || overlap(&names, &words) > 0
     };
+    let mut offers = card_offers(&hub, &card);
     for section in ["Outline", "Outbound links"] {
         let mut cursor =
-            reading::more_cursor(reading::card_section(&card.text, section)).map(String::from);
+            reading::more_cursor(reading::card_section(&card, section)).map(String::from);
         let mut pages = 0;
         while let Some(c) = cursor.take() {
-            if best(&offers) >= strong || pages == MAX_CARD_PAGES {
+            if offers.iter().any(good) || pages == MAX_CARD_PAGES {
                 break;
             }
-            let page = asker
+            let call = asker
                 .call("mark_explore", json!({ "url": hub, "cursor": c }))
                 .await?;
             pages += 1;
             if asker.done() {
                 return Ok(());
             }
-            for offer in card_offers(&hub, &page.text) {
+            let page = asker.remembered(&call).to_string();
+            for offer in card_offers(&hub, &page) {
                 if !offers.contains(&offer) {
                     offers.push(offer);
                 }
             }
-            cursor =
-                reading::more_cursor(reading::card_section(&page.text, section)).map(String::from);
+            cursor = reading::more_cursor(reading::card_section(&page, section)).map(String::from);
         }
     }
-    let ranked = rank_by_overlap(&q_terms, offers, |o| o.text.clone());
-    let mut fetched: HashSet<String> = HashSet::new();
-    let mut fetches = 0;
+    let (strong_offers, weak_offers): (Vec<CardLink>, Vec<CardLink>) =
+        offers.into_iter().partition(good);
+    let mut ranked = rank_by_overlap(&q_terms, strong_offers, offer_words);
+    // A weak offer must share a word, not just a number (every journal link has the year).
+    let words: Vec<String> = q_terms.iter().filter(|t| !is_number(t)).cloned().collect();
+    ranked.extend(rank_by_overlap(&words, weak_offers, offer_words));
+    let mut reader = SectionReader::new(q_terms);
     for offer in ranked {
-        if asker.done() || fetches == MAX_SECTION_FETCHES {
+        if asker.done() || reader.fetches >= MAX_OFFER_FETCHES {
             break;
         }
-        if !fetched.insert(offer.url.clone()) {
-            continue;
+        reader.read(asker, &offer.url).await?;
+    }
+    if asker.done() {
+        return Ok(());
+    }
+    for hit in lookup_ladder(asker, true).await? {
+        if asker.done() || reader.fetches >= MAX_SECTION_FETCHES {
+            break;
         }
-        let got = asker
-            .call("mark_fetch", json!({ "url": offer.url }))
-            .await?;
-        fetches += 1;
-        if asker.done()
-            || reading::field(&got.text, "mode") != Some("outline")
-            || fetches == MAX_SECTION_FETCHES
-        {
-            continue;
+        reader.read(asker, &hit.url).await?;
+    }
+    Ok(())
+}
+
+/// Fetches sections for a section agent, each url once; a target that
+/// comes back as an outline is narrowed to the heading that shares most
+/// words with the question.
+struct SectionReader {
+    q_terms: Vec<String>,
+    fetched: HashSet<String>,
+    fetches: usize,
+}
+
+impl SectionReader {
+    fn new(q_terms: Vec<String>) -> SectionReader {
+        SectionReader {
+            q_terms,
+            fetched: HashSet::new(),
+            fetches: 0,
         }
-        let path = offer
-            .url
-            .split('#')
-            .next()
-            .unwrap_or(&offer.url)
-            .to_string();
+    }
+
+    async fn read(&mut self, asker: &mut Asker<'_>, url: &str) -> Result<(), BenchError> {
+        if !self.fetched.insert(url.to_string()) {
+            return Ok(());
+        }
+        let got = asker.call("mark_fetch", json!({ "url": url })).await?;
+        self.fetches += 1;
+        if asker.done() || reading::field(&got.text, "mode") != Some("outline") {
+            return Ok(());
+        }
+        let path = url.split('#').next().unwrap_or(url);
         let items = reading::outline_items(reading::body(&got.text));
-        if let Some(best) = rank_by_overlap(&q_terms, items, |i| i.text.clone())
+        if let Some(best) = rank_by_overlap(&self.q_terms, items, |i| i.text.clone())
             .into_iter()
             .next()
         {
-            let url = format!("{path}#{}", best.anchor);
-            if fetched.insert(url.clone()) {
-                asker.call("mark_fetch", json!({ "url": url })).await?;
-                fetches += 1;
+            let narrowed = format!("{path}#{}", best.anchor);
+            if self.fetched.insert(narrowed.clone()) {
+                asker.call("mark_fetch", json!({ "url": narrowed })).await?;
+                self.fetches += 1;
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Strategy 1's walk over server-filesystem.

@@ -86,9 +86,11 @@ fn card_settings() -> Settings {
 }
 
 fn card(rt: &Runtime, session: &Session, url: &str) -> usize {
+    // `force`: a repeated card would otherwise be the one-line `unchanged`.
     let params = ExploreParams {
         url: url.to_string(),
         cursor: None,
+        force: true,
     };
     let t = rt.block_on(explore(session, params, Instant::now()));
     assert_eq!(t.status, "ok", "{}", t.render());

@@ -87,8 +87,9 @@ pub struct Cli {
     /// File holding the auth token (else the MARK_TOKEN environment variable).
     #[arg(long, global = true, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
-    /// Print a verb's result as a JSON object.
-    #[arg(long, global = true)]
+    /// Print a verb's result as a JSON object (before the verb: `bench
+    /// orientation` has its own `--json FILE`).
+    #[arg(long)]
     pub json: bool,
     /// One call to run; none serves MCP over stdio.
     #[command(subcommand)]

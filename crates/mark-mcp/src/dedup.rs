@@ -63,6 +63,9 @@ pub enum Slice {
     Body,
     /// One section, by anchor.
     Section(String),
+    /// One `mark_explore` card or page, by the BLAKE3 digest of its text:
+    /// the same text of the same version is not sent twice.
+    Card([u8; 32]),
 }
 
 /// What to do with a requested slice.

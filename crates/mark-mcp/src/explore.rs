@@ -8,12 +8,18 @@
 //! one-line note in its section. Each section shows at most
 //! [`CARD_LINES`] lines; one that overflows ends with `+N more: cursor "…"`,
 //! and that cursor (a section name and an offset) asks for the next page of
-//! just that section.
+//! just that section. The byte budgets of the sections are pooled: what one
+//! section does not need goes to those that overflow, so the card shows as
+//! much as its bound allows.
+//!
+//! A card or page is recorded in the session's delivery log by a digest of
+//! its text: asking again for the same card of the same version answers
+//! `unchanged` in one line (`force` re-sends it), like `mark_fetch`.
 
 use crate::crawl::{
     CrawlProgress, CrawlState, CrawlWatcher, Unwatched, Waited, graph_key, wire_path,
 };
-use crate::dedup::Slice;
+use crate::dedup::{Decision, Slice};
 use crate::envelope::{ToolText, size_line};
 use crate::fetch::change_note;
 use crate::list::entry_path;
@@ -35,20 +41,26 @@ use std::time::Instant;
 
 /// Lines per section on the card, the `+N more` line included.
 pub const CARD_LINES: usize = 10;
-/// Lines per page when a cursor asks for more of one section.
-pub const PAGE_LINES: usize = 25;
+/// Lines per page when a cursor asks for more of one section (bounded in
+/// bytes too: a glossary's whole outline fits one page, a long link list not).
+pub const PAGE_LINES: usize = 60;
 /// Bytes of a page of one section.
 const PAGE_BYTES: usize = 4000;
 /// Byte budgets of the card's parts: together with the headings and the
-/// last line they keep the whole card under 2 KB.
-const OUTLINE_BYTES: usize = 400;
+/// last line they keep the whole card under 2 KB. The listed parts pool
+/// theirs (see [`pooled_budgets`]).
+const OUTLINE_BYTES: usize = 600;
 const OPENING_BYTES: usize = 220;
-const LINKS_BYTES: usize = 330;
-const BACKLINKS_BYTES: usize = 330;
-const SIBLINGS_BYTES: usize = 220;
+const LINKS_BYTES: usize = 280;
+const BACKLINKS_BYTES: usize = 240;
+const SIBLINGS_BYTES: usize = 160;
 const TITLE_BYTES: usize = 80;
 /// Link texts and titles inside list lines are cut to this many bytes.
 const LABEL_BYTES: usize = 40;
+/// Longest line of a compact run of heading names.
+const NAMES_LINE_BYTES: usize = 100;
+/// The line before a run of heading names.
+const NAMES_INTRO: &str = "By name (a name works as #anchor):\n";
 /// Entries asked for when listing the parent folder.
 const LIST_PAGE: usize = 1000;
 
@@ -61,6 +73,10 @@ pub struct ExploreParams {
     #[arg(long)]
     #[serde(default)]
     pub cursor: Option<String>,
+    /// Re-send even if unchanged.
+    #[arg(long)]
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// A card section that can be paged.
@@ -141,9 +157,48 @@ pub async fn explore_watched(
         }
     };
     match cursor {
-        None => card(session, &path, now, watcher).await,
-        Some(c) => page(session, &path, c, now, watcher).await,
+        None => card(session, &path, params.force, now, watcher).await,
+        Some(c) => page(session, &path, c, params.force, now, watcher).await,
     }
+}
+
+/// Byte budgets that pool what parts leave unused: each part keeps its own
+/// `budgets[i]` up to its `needs[i]`; the bytes left over go to the parts
+/// that need more, in order. The sum never exceeds the sum of `budgets`.
+fn pooled_budgets<const N: usize>(needs: [usize; N], budgets: [usize; N]) -> [usize; N] {
+    let mut spare: usize = (0..N).map(|i| budgets[i].saturating_sub(needs[i])).sum();
+    std::array::from_fn(|i| {
+        let extra = needs[i].saturating_sub(budgets[i]).min(spare);
+        spare -= extra;
+        budgets[i].min(needs[i]) + extra
+    })
+}
+
+/// Bytes of the first [`CARD_LINES`] of `lines`, line breaks counted: what a
+/// part would take with no byte bound.
+fn need(lines: &[String]) -> usize {
+    lines.iter().take(CARD_LINES).map(|l| l.len() + 1).sum()
+}
+
+/// What the outline would take with no byte bound: its first lines, or,
+/// when its top level alone overflows the lines, the run of every name.
+fn outline_need(entries: &[OutlineEntry]) -> usize {
+    let tops: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| match e {
+            OutlineEntry::Heading { depth: 0, text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if tops.len() < CARD_LINES {
+        let lines: Vec<String> = entries.iter().map(ToString::to_string).collect();
+        return need(&lines);
+    }
+    let names: usize = tops
+        .iter()
+        .map(|t| t.len().min(LABEL_BYTES) + " · ".len())
+        .sum();
+    NAMES_INTRO.len() + names + names / NAMES_LINE_BYTES + 1
 }
 
 /// The folder holding `path`, with a trailing `/`.
@@ -409,10 +464,12 @@ fn entry_depth(e: &OutlineEntry) -> usize {
     }
 }
 
-/// The outline section: the shallowest level first, then each deeper level
-/// while the whole level still fits (all H2s before any H3).
-fn outline_text(cached: &CachedDoc) -> String {
-    let entries = outline_entries(cached);
+/// The outline section within `max_bytes`: the shallowest level first, then
+/// each deeper level while the whole level still fits (all H2s before any
+/// H3). When even the shallowest level does not fit as lines (a glossary's
+/// forty terms), its headings' names come as a compact run instead, so the
+/// card still names every section it can.
+fn outline_text(entries: &[OutlineEntry], max_bytes: usize) -> String {
     if entries.is_empty() {
         return "(no headings)\n".to_string();
     }
@@ -424,38 +481,76 @@ fn outline_text(cached: &CachedDoc) -> String {
     let fits = |depth: usize| {
         let shown = lines.iter().filter(|(d, _)| *d <= depth);
         let (count, bytes) = shown.fold((0, 0), |(n, b), (_, l)| (n + 1, b + l.len() + 1));
-        count <= room && bytes <= OUTLINE_BYTES
+        count <= room && bytes <= max_bytes
     };
     let max_depth = lines.iter().map(|(d, _)| *d).max().unwrap_or(0);
-    let shown: Vec<String> = match (0..=max_depth).rev().find(|&d| fits(d)) {
-        Some(depth) => lines
-            .iter()
-            .filter(|(d, _)| *d <= depth)
-            .map(|(_, l)| l.clone())
-            .collect(),
-        None => lines
-            .iter()
-            .filter(|(d, _)| *d == 0)
-            .map(|(_, l)| l.clone())
-            .collect(),
+    let Some(depth) = (0..=max_depth).rev().find(|&d| fits(d)) else {
+        return heading_names(entries, max_bytes);
     };
-    let folded = lines.len() - shown.len();
-    if folded == 0 {
-        return fit(&shown, Part::Outline, 0, CARD_LINES, OUTLINE_BYTES);
+    let shown: Vec<&str> = lines
+        .iter()
+        .filter(|(d, _)| *d <= depth)
+        .map(|(_, l)| l.as_str())
+        .collect();
+    let mut out: String = shown.iter().map(|l| format!("{l}\n")).collect();
+    if shown.len() < lines.len() {
+        // What did not fit is paged from the first heading: the whole outline in order.
+        out.push_str(&more_headings(lines.len() - shown.len(), lines.len()));
     }
-    // What did not fit is paged from the first heading: the whole outline in order.
-    let kept = fitting(&shown, room, OUTLINE_BYTES);
-    let mut out: String = shown[..kept].iter().map(|l| format!("{l}\n")).collect();
+    out
+}
+
+/// `+N more headings: cursor "outline.0" lists all M`.
+fn more_headings(left: usize, all: usize) -> String {
     let cursor = Cursor {
         part: Part::Outline,
         offset: 0,
     };
-    out.push_str(&format!(
-        "+{} more headings: cursor \"{}\" lists all {}\n",
-        lines.len() - kept,
-        cursor.encode(),
-        lines.len()
-    ));
+    format!(
+        "+{left} more headings: cursor \"{}\" lists all {all}\n",
+        cursor.encode()
+    )
+}
+
+/// The names of the shallowest headings, joined by ` · ` into lines of at
+/// most [`NAMES_LINE_BYTES`], as many as fit in `max_bytes`. A name works as
+/// an anchor (`mark_fetch` re-slugs heading text), which the first line says.
+fn heading_names(entries: &[OutlineEntry], max_bytes: usize) -> String {
+    let names: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| match e {
+            OutlineEntry::Heading { depth: 0, text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut out = String::from(NAMES_INTRO);
+    let mut line = String::new();
+    let mut shown = 0;
+    for name in &names {
+        let name = label(name, LABEL_BYTES);
+        if !line.is_empty() && line.len() + name.len() + " · ".len() > NAMES_LINE_BYTES {
+            if out.len() + line.len() + 1 > max_bytes {
+                break;
+            }
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if out.len() + line.len() + name.len() + " · ".len() + 1 > max_bytes {
+            break;
+        }
+        line.push_str(if line.is_empty() { "- " } else { " · " });
+        line.push_str(&name);
+        shown += 1;
+    }
+    if !line.is_empty() {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    let all = entries.len();
+    if shown < all {
+        out.push_str(&more_headings(all - shown, all));
+    }
     out
 }
 
@@ -481,7 +576,13 @@ fn header(cached: &CachedDoc) -> ToolText {
         .with_opt("tags", tags.map(|t| label(&t, TITLE_BYTES)))
 }
 
-async fn card(session: &Session, path: &str, now: Instant, watcher: &dyn CrawlWatcher) -> ToolText {
+async fn card(
+    session: &Session,
+    path: &str,
+    force: bool,
+    now: Instant,
+    watcher: &dyn CrawlWatcher,
+) -> ToolText {
     let dir = parent_dir(path);
     let (request_path, request_dir) = (wire_path(path), wire_path(dir));
     let (loaded, listing, view) = tokio::join!(
@@ -496,9 +597,26 @@ async fn card(session: &Session, path: &str, now: Instant, watcher: &dyn CrawlWa
     let Some(view) = view else {
         return ToolText::error("explore was cancelled; call it again to go on");
     };
-    let note = delivery_note(session, path, &cached, now);
 
-    let mut text = format!("## Outline\n{}", outline_text(&cached));
+    let outline = outline_entries(&cached);
+    let links = link_lines(path, &cached);
+    let (backlinks_heading, backlinks) = backlink_lines(&view);
+    let siblings = match &listing {
+        Ok((entries, _)) => sibling_lines(session, dir, path, entries),
+        Err(_) => Vec::new(),
+    };
+    // The outline has the first claim on spare bytes: it is what the next call picks from.
+    let [outline_bytes, links_bytes, backlinks_bytes, siblings_bytes] = pooled_budgets(
+        [
+            outline_need(&outline),
+            need(&links),
+            need(&backlinks),
+            need(&siblings),
+        ],
+        [OUTLINE_BYTES, LINKS_BYTES, BACKLINKS_BYTES, SIBLINGS_BYTES],
+    );
+
+    let mut text = format!("## Outline\n{}", outline_text(&outline, outline_bytes));
     let opening = cached.doc.opening_paragraph(OPENING_BYTES).trim();
     text.push_str("\n## Opening\n");
     text.push_str(if opening.is_empty() {
@@ -508,24 +626,18 @@ async fn card(session: &Session, path: &str, now: Instant, watcher: &dyn CrawlWa
     });
     text.push('\n');
 
-    let links = link_lines(path, &cached);
     text.push_str(&format!("\n## Outbound links ({})\n", links.len()));
-    text.push_str(&fit(&links, Part::Links, 0, CARD_LINES, LINKS_BYTES));
+    text.push_str(&fit(&links, Part::Links, 0, CARD_LINES, links_bytes));
 
-    let (heading, lines) = backlink_lines(&view);
-    text.push_str(&format!("\n{heading}\n"));
+    text.push_str(&format!("\n{backlinks_heading}\n"));
     let note_line = crawl_note(&view.progress);
     let room = CARD_LINES - usize::from(note_line.is_some());
-    text.push_str(&fit(&lines, Part::Backlinks, 0, room, BACKLINKS_BYTES));
+    text.push_str(&fit(&backlinks, Part::Backlinks, 0, room, backlinks_bytes));
     if let Some(n) = note_line {
         text.push_str(&n);
         text.push('\n');
     }
 
-    let siblings = match &listing {
-        Ok((entries, _)) => sibling_lines(session, dir, path, entries),
-        Err(_) => Vec::new(),
-    };
     text.push_str(&format!(
         "\n{}\n",
         siblings_heading(dir, &listing, siblings.len())
@@ -536,7 +648,7 @@ async fn card(session: &Session, path: &str, now: Instant, watcher: &dyn CrawlWa
             Part::Siblings,
             0,
             CARD_LINES,
-            SIBLINGS_BYTES,
+            siblings_bytes,
         )),
         Err(e) => text.push_str(&format!("(not listed: {})\n", label(e, 160))),
     }
@@ -545,33 +657,42 @@ async fn card(session: &Session, path: &str, now: Instant, watcher: &dyn CrawlWa
         "\nRead a section: mark_fetch \"{}#anchor\". More of a section: mark_explore with its cursor.\n",
         wire_path(path)
     ));
-    header(&cached).with_opt("note", note).with_text(text)
+    deliver(session, path, &cached, header(&cached), text, force, now)
 }
 
-/// Records the card as a delivery of the document's outline (never of its
-/// body, so a later fetch still delivers the text) and says what changed
-/// since this session last read the document.
-fn delivery_note(
+/// Sends `text` under `head` unless this session already has exactly this
+/// text of this version (then one `unchanged` line), recording the
+/// delivery. The card never counts as a delivery of the body or a section,
+/// so a later fetch still sends the text; a changed document's card says
+/// what changed since the session last read it.
+fn deliver(
     session: &Session,
     path: &str,
     cached: &CachedDoc,
+    head: ToolText,
+    text: String,
+    force: bool,
     now: Instant,
-) -> Option<String> {
+) -> ToolText {
+    let slice = Slice::Card(*blake3::hash(text.as_bytes()).as_bytes());
+    let identity = &cached.identity;
     let mut log = session.log();
-    let note = match log.check(path, &Slice::Body, &cached.identity, true, now) {
-        crate::dedup::Decision::Deliver {
+    let note = match log.check(path, &slice, identity, force, now) {
+        Decision::Unchanged { since } => {
+            return ToolText::new("unchanged")
+                .with_opt("version", identity.version.clone())
+                .with_text(format!(
+                    "card unchanged since {} (explored earlier this session); force=true to re-send",
+                    since.label()
+                ));
+        }
+        Decision::Deliver {
             changed_from: Some((old, hashes)),
-        } => Some(change_note(&old, &cached.identity, &hashes, &cached.hashes)),
-        _ => None,
+        } => Some(change_note(&old, identity, &hashes, &cached.hashes)),
+        Decision::Deliver { changed_from: None } => None,
     };
-    log.record(
-        path,
-        None,
-        &cached.identity,
-        Arc::clone(&cached.hashes),
-        now,
-    );
-    note
+    log.record(path, Some(slice), identity, Arc::clone(&cached.hashes), now);
+    head.with_opt("note", note).with_text(text)
 }
 
 /// One page of one section, from the cursor's offset.
@@ -579,10 +700,12 @@ async fn page(
     session: &Session,
     path: &str,
     cursor: Cursor,
+    force: bool,
     now: Instant,
     watcher: &dyn CrawlWatcher,
 ) -> ToolText {
-    let (heading, lines, base) = match cursor.part {
+    // Pages of the document's own parts have its version, so they dedup.
+    let (heading, lines, base, doc) = match cursor.part {
         Part::Outline | Part::Links => {
             let cached = match session.load(&wire_path(path), now).await {
                 Loaded::Doc(d) => d,
@@ -595,7 +718,7 @@ async fn page(
                 let lines = link_lines(path, &cached);
                 (format!("## Outbound links ({})", lines.len()), lines)
             };
-            (heading, lines, header(&cached))
+            (heading, lines, header(&cached), Some(cached))
         }
         Part::Backlinks => {
             let Some(view) = graph_view(session, path, watcher).await else {
@@ -603,7 +726,12 @@ async fn page(
             };
             let (heading, lines) = backlink_lines(&view);
             let title = session.graph().title(path);
-            (heading, lines, ToolText::new("ok").with_opt("title", title))
+            (
+                heading,
+                lines,
+                ToolText::new("ok").with_opt("title", title),
+                None,
+            )
         }
         Part::Siblings => {
             let dir = parent_dir(path);
@@ -613,7 +741,7 @@ async fn page(
                 Err(e) => return ToolText::error(format!("{e}; try again later")),
             };
             let heading = siblings_heading(dir, &listing, lines.len());
-            (heading, lines, ToolText::new("ok"))
+            (heading, lines, ToolText::new("ok"), None)
         }
     };
     let body = if cursor.offset >= lines.len() {
@@ -625,12 +753,15 @@ async fn page(
     } else {
         fit(&lines, cursor.part, cursor.offset, PAGE_LINES, PAGE_BYTES)
     };
-    base.with("section", cursor.part.name())
-        .with(
-            "page",
-            format!("from {} (of {})", cursor.offset + 1, lines.len()),
-        )
-        .with_text(format!("{heading}\n{body}"))
+    let head = base.with("section", cursor.part.name()).with(
+        "page",
+        format!("from {} (of {})", cursor.offset + 1, lines.len()),
+    );
+    let text = format!("{heading}\n{body}");
+    match doc {
+        Some(cached) => deliver(session, path, &cached, head, text, force, now),
+        None => head.with_text(text),
+    }
 }
 
 /// Progress and cancellation of one MCP request: notifications go out only
@@ -682,6 +813,42 @@ mod tests {
 
     fn lines(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("- line {i}")).collect()
+    }
+
+    #[test]
+    fn spare_bytes_go_to_the_parts_that_overflow_in_order() {
+        // The first part needs 100 of its 400 and the last 10 of its 100:
+        // 390 spare; the second takes 250 of them, the third the last 140.
+        let got = pooled_budgets([100, 550, 400, 10], [400, 300, 200, 100]);
+        assert_eq!(got, [100, 550, 340, 10]);
+        assert_eq!(got.iter().sum::<usize>(), 1000);
+        // Nothing spare: every part keeps its own.
+        assert_eq!(pooled_budgets([900, 900], [10, 20]), [10, 20]);
+    }
+
+    #[test]
+    fn a_long_flat_outline_comes_as_names_within_its_bytes() {
+        let md: String = (0..40)
+            .map(|i| format!("## Term {i}\n\ntext\n\n"))
+            .collect();
+        let doc = markdown_slice::Document::parse(md.as_str());
+        let entries = doc
+            .outline(&OutlineOptions {
+                max_lines: usize::MAX,
+                max_bytes: usize::MAX,
+            })
+            .entries;
+        let all = outline_text(&entries, 2000);
+        assert!(all.starts_with(NAMES_INTRO), "{all}");
+        assert!(all.contains("- Term 0 · Term 1 · "), "{all}");
+        assert!(all.contains("Term 39") && !all.contains("more headings"));
+        assert!(all.lines().all(|l| l.len() <= NAMES_LINE_BYTES));
+        let cut = outline_text(&entries, 200);
+        assert!(cut.len() <= 200 + 60, "{cut}");
+        assert!(cut.contains("more headings: cursor \"outline.0\" lists all 40"));
+        // A short outline keeps its lines with anchors and sizes.
+        let short = outline_text(&entries[..3], 2000);
+        assert!(short.starts_with("- Term 0 (#term-0, ~"), "{short}");
     }
 
     #[test]

@@ -78,8 +78,11 @@ async fn a_card_costs_one_fetch_and_one_list_once_the_graph_is_built() {
     }
     assert_eq!(server.count_requests("FETCH", "/refs/ref-07.md"), 1);
 
-    // Once built, a card costs its document's (conditional) FETCH and one LIST.
-    let again = mcp.call("mark_explore", json!({"url": "/hub.md"})).await;
+    // Once built, a card costs its document's (conditional) FETCH and one LIST
+    // (`force`: the same card again would only say `unchanged`).
+    let again = mcp
+        .call("mark_explore", json!({"url": "/hub.md", "force": true}))
+        .await;
     assert_eq!(again.status(), "ok");
     assert!(again.text.contains("## Backlinks (29; graph complete)"));
     sync(&mcp, &server, 2).await;
@@ -103,6 +106,17 @@ async fn a_card_costs_one_fetch_and_one_list_once_the_graph_is_built() {
     assert_eq!(page.field("section"), Some("backlinks"), "{}", page.text);
     sync(&mcp, &server, 3).await;
     assert_eq!(log(&server).len(), first.len() + 4);
+    // The same card a third time: one line, not the card.
+    let repeat = mcp.call("mark_explore", json!({"url": "/hub.md"})).await;
+    assert_eq!(repeat.status(), "unchanged", "{}", repeat.text);
+    assert!(
+        repeat.text.contains(
+            "card unchanged since v1 (explored earlier this session); force=true to re-send"
+        ),
+        "{}",
+        repeat.text
+    );
+    assert!(!repeat.text.contains("## Outline"));
     mcp.stop().await;
 }
 
