@@ -233,10 +233,33 @@ pub(crate) fn read_version(vdir: &Path, name: &str, n: u64) -> io::Result<Option
 
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// A hidden, unique temp name in `dir` for this process.
+/// A random tag for this process's temp names. The pid alone is not enough:
+/// a server killed mid-write leaves its temp file behind, and a restarted
+/// server can get the same pid (always pid 1 in a container) and count from
+/// 0 again, so the next write would find its temp name taken.
+fn process_tag() -> u64 {
+    static TAG: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TAG.get_or_init(|| {
+        let mut bytes = [0u8; 8];
+        if getrandom::fill(&mut bytes).is_err() {
+            // No entropy source: the start time still differs between runs.
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            bytes = (nanos as u64).to_le_bytes();
+        }
+        u64::from_le_bytes(bytes)
+    })
+}
+
+/// A hidden temp name in `dir`, unique to this process and call.
 fn temp_path(dir: &Path, stem: &str) -> PathBuf {
     let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
-    dir.join(format!(".{stem}.{}.{seq}.tmp", std::process::id()))
+    dir.join(format!(
+        ".{stem}.{}-{:016x}.{seq}.tmp",
+        std::process::id(),
+        process_tag()
+    ))
 }
 
 /// Writes version `n` of `name` exclusively. `Ok(false)` when `n` already
@@ -444,6 +467,27 @@ pub(crate) fn history(vdir: &Path, name: &str) -> io::Result<History> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dead_process_temp_file_with_our_pid_does_not_block_a_write() {
+        // What a server killed mid-write leaves when its restart gets the
+        // same pid: temp names that differ from ours only by the tag.
+        let dir = tempfile::tempdir().unwrap();
+        let stem = version_file_name("a.md", 1);
+        let pid = std::process::id();
+        for seq in 0..64 {
+            let dead_tag = process_tag().wrapping_add(1);
+            fs::write(
+                dir.path()
+                    .join(format!(".{stem}.{pid}-{dead_tag:016x}.{seq}.tmp")),
+                b"half a version",
+            )
+            .unwrap();
+            fs::write(dir.path().join(format!(".{stem}.{pid}.{seq}.tmp")), b"old").unwrap();
+        }
+        assert!(write_version(dir.path(), "a.md", 1, b"v1").unwrap());
+        assert_eq!(fs::read(dir.path().join(&stem)).unwrap(), b"v1");
+    }
 
     #[test]
     fn header_round_trip_keeps_content_verbatim() {
