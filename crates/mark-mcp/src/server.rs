@@ -67,6 +67,26 @@ fn result(t: ToolText) -> CallToolResult {
     }
 }
 
+/// Runs a read tool's `work` unless `cancelled` completes first, then drops
+/// it. rmcp answers `notifications/cancelled` only by cancelling the
+/// request's token and discarding a late result: the handler runs on, its
+/// requests stay in flight until `--timeout`, and a fetch that then lands
+/// would mark text delivered that the client never saw. Dropping the work
+/// drops its QUIC stream; every read records its delivery (and fills the
+/// session cache) only after its last await, so nothing is left half done.
+/// Writes are not cancelled this way: one whose request went out may land
+/// anyway, and the session must still see its outcome.
+async fn unless_cancelled(
+    cancelled: impl Future<Output = ()>,
+    work: impl Future<Output = ToolText>,
+) -> ToolText {
+    tokio::select! {
+        biased;
+        () = cancelled => ToolText::error("the call was cancelled"),
+        text = work => text,
+    }
+}
+
 /// Drops what costs every agent bytes on each `tools/list` and tells it
 /// nothing: the `$schema` key of each input schema and `"default": null`.
 fn compact_schemas(router: &mut ToolRouter<MarkServer>) {
@@ -108,8 +128,12 @@ impl MarkServer {
         description = FETCH,
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn mark_fetch(&self, Parameters(p): Parameters<FetchParams>) -> CallToolResult {
-        result(fetch(&self.session, p, Instant::now()).await)
+    async fn mark_fetch(
+        &self,
+        Parameters(p): Parameters<FetchParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        result(unless_cancelled(ctx.ct.cancelled(), fetch(&self.session, p, Instant::now())).await)
     }
 
     #[tool(
@@ -121,6 +145,8 @@ impl MarkServer {
         Parameters(p): Parameters<ExploreParams>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
+        // Not under `unless_cancelled`: the card watches the cancellation
+        // itself, so that it can stop the crawl it started.
         let watcher = McpWatcher::new(ctx);
         result(explore_watched(&self.session, p, Instant::now(), &watcher).await)
     }
@@ -129,24 +155,36 @@ impl MarkServer {
         description = LOOKUP,
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn mark_lookup(&self, Parameters(p): Parameters<LookupParams>) -> CallToolResult {
-        result(lookup(&self.session, p).await)
+    async fn mark_lookup(
+        &self,
+        Parameters(p): Parameters<LookupParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        result(unless_cancelled(ctx.ct.cancelled(), lookup(&self.session, p)).await)
     }
 
     #[tool(
         description = LIST,
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn mark_list(&self, Parameters(p): Parameters<ListParams>) -> CallToolResult {
-        result(list(&self.session, p).await)
+    async fn mark_list(
+        &self,
+        Parameters(p): Parameters<ListParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        result(unless_cancelled(ctx.ct.cancelled(), list(&self.session, p)).await)
     }
 
     #[tool(
         description = VERSIONS,
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn mark_versions(&self, Parameters(p): Parameters<VersionsParams>) -> CallToolResult {
-        result(versions(&self.session, p).await)
+    async fn mark_versions(
+        &self,
+        Parameters(p): Parameters<VersionsParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        result(unless_cancelled(ctx.ct.cancelled(), versions(&self.session, p)).await)
     }
 }
 
@@ -297,6 +335,33 @@ mod tests {
     use crate::cli::Cli;
     use clap::CommandFactory;
     use std::collections::BTreeSet;
+
+    #[tokio::test]
+    async fn work_that_ends_first_gives_its_result() {
+        let text = unless_cancelled(std::future::pending(), async { ToolText::new("ok") }).await;
+        assert_eq!((text.status.as_str(), text.is_error), ("ok", false));
+    }
+
+    /// Held by the work; says whether the work was dropped.
+    struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for DropFlag {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cancellation_drops_the_work_and_answers_an_error() {
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = DropFlag(Arc::clone(&dropped));
+        let work = async move {
+            let _held = flag;
+            std::future::pending::<ToolText>().await
+        };
+        let text = unless_cancelled(std::future::ready(()), work).await;
+        assert!(text.is_error, "{}", text.render());
+        assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
+    }
 
     /// Every tool is also a CLI verb (`mark_fetch` → `fetch`) taking exactly
     /// the same parameters.
