@@ -60,7 +60,8 @@ enum Case {
     /// `mark_fetch` of an unchanged document within `--fresh-for`: the
     /// dedup answer, no request.
     RereadCached,
-    /// `mark_explore` with the link graph built, document cached.
+    /// `mark_explore force` with the link graph built, document cached (a
+    /// card makes one LIST of the document's folder for its siblings).
     ExploreWarm,
 }
 
@@ -87,7 +88,7 @@ impl Case {
             Case::RereadRevalidated => "unchanged re-read, revalidated",
             Case::SectionCached => "mark_fetch url#anchor, section from cache",
             Case::RereadCached => "unchanged re-read, within --fresh-for",
-            Case::ExploreWarm => "mark_explore, warm graph",
+            Case::ExploreWarm => "mark_explore force, warm graph",
         }
     }
 
@@ -222,7 +223,7 @@ impl Rig {
                 call(
                     &mut self.fresh,
                     "mark_explore",
-                    json!({ "url": CARD }),
+                    json!({ "url": CARD, "force": true }),
                     "graph complete",
                 )
                 .await
