@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{body, field, kb};
+use support::{body, field, kb, signal};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
@@ -319,16 +319,6 @@ async fn a_cancelled_explore_stops_its_crawl() {
     assert_eq!(fetches(&server), settled + 1, "only the fetch went out");
     let transcript = mcp.finish().await;
     no_result_for(&transcript, 1);
-}
-
-/// Sends a signal to the server process (`STOP` freezes it, `CONT` thaws it).
-fn signal(server: &MarkServerProcess, sig: &str) {
-    let status = std::process::Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(server.child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill -{sig}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

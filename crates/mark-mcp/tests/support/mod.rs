@@ -90,6 +90,17 @@ impl PublishingServer {
     }
 }
 
+/// Sends `kill -SIG` to a server process (`STOP` freezes it, `CONT` thaws
+/// it, `TERM` ends it cleanly).
+pub fn signal(server: &mark_testkit::MarkServerProcess, sig: &str) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(server.child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{sig}");
+}
+
 /// The envelope readers the benchmark's scripted agents use: a `key: value`
 /// line of a result, and the text after its blank line.
 pub use mark_bench::reading::{body, field};
