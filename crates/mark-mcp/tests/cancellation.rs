@@ -296,8 +296,11 @@ async fn a_cancelled_explore_stops_its_crawl() {
          at it, {settled} once settled (last new one seen at {last_after:?} after it; None: none while settling); \
          {total} documents in the tree"
     );
+    // The one request in flight, and log lines not yet read at the
+    // cancellation, may still be counted: a few, where a crawl going on
+    // would add hundreds a second (and never settle before its end).
     assert!(
-        settled <= at_cancel + 3,
+        settled <= at_cancel + 10,
         "the crawl went on after the cancellation: {at_cancel} -> {settled}"
     );
     assert!(settled < total / 2, "the crawl had all but finished");
