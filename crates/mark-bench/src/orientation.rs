@@ -16,10 +16,11 @@ use std::time::Instant;
 pub const COUNTED_NOTE: &str = "protocol requests: the `request VERB /path -> status` lines mark-server logged during the pass (LOOKUP, FETCH, LIST …; `not-modified` answers move no body); result bytes: UTF-8 bytes of the tool-result text delivered to the MCP client (the server logs no byte counts)";
 
 /// The strategies that run one fresh session per question.
-const COLD: [Strategy; 3] = [
+const COLD: [Strategy; 4] = [
     Strategy::FullChain,
     Strategy::LookupSection,
     Strategy::ExploreSection,
+    Strategy::ExploreFloor,
 ];
 
 /// Options of [`run_orientation`].
@@ -174,6 +175,7 @@ pub fn check_targets(rows: &[StrategyFigures]) -> Vec<TargetCheck> {
     };
     let full = find("1.");
     let explore = find("3.");
+    let floor = find("3 floor");
     let warm1 = find("4. warm session, 1st");
     let warm2 = find("4. warm session, 2nd");
     let not_run = |what: &str| TargetCheck {
@@ -195,9 +197,15 @@ pub fn check_targets(rows: &[StrategyFigures]) -> Vec<TargetCheck> {
                 met: Some(e.calls_mean <= 2.0),
             });
             let share = full.and_then(|f| percent(e.tokens, f.tokens));
+            let floor_share = floor.and_then(|l| full.and_then(|f| percent(l.tokens, f.tokens)));
+            let floor_note = floor_share.map_or(String::new(), |p| {
+                format!(" (floor, the answer's own section after the card: {p:.1} %)")
+            });
             checks.push(TargetCheck {
                 target: "3 costs at most 15 % of strategy 1's tokens".into(),
-                measured: share.map_or("strategy 1 has no tokens".into(), |p| format!("{p:.1} %")),
+                measured: share.map_or("strategy 1 has no tokens".into(), |p| {
+                    format!("{p:.1} %{floor_note}")
+                }),
                 met: share.map(|p| p <= 15.0),
             });
         }

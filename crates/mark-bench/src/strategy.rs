@@ -40,14 +40,20 @@ pub enum Strategy {
     ExploreSection,
     /// Strategy 3 asked twice in one session; the second pass is measured.
     WarmSession,
+    /// Not an agent: the least strategy 3 can pay. `mark_explore` of the
+    /// hub, then, unless the card holds the facts, `mark_fetch` of the
+    /// question's own smallest section (which it takes from the questions
+    /// file, as no agent can).
+    ExploreFloor,
 }
 
 impl Strategy {
     /// Every strategy, in table order.
-    pub const ALL: [Strategy; 4] = [
+    pub const ALL: [Strategy; 5] = [
         Strategy::FullChain,
         Strategy::LookupSection,
         Strategy::ExploreSection,
+        Strategy::ExploreFloor,
         Strategy::WarmSession,
     ];
 
@@ -58,6 +64,7 @@ impl Strategy {
             Strategy::LookupSection => "2. lookup → section",
             Strategy::ExploreSection => "3. explore → section",
             Strategy::WarmSession => "4. warm session (2nd pass of 3)",
+            Strategy::ExploreFloor => "3 floor: explore → the answer's own section (not an agent)",
         }
     }
 
@@ -65,7 +72,9 @@ impl Strategy {
     pub fn needs_tool(self) -> &'static str {
         match self {
             Strategy::FullChain | Strategy::LookupSection => "mark_lookup",
-            Strategy::ExploreSection | Strategy::WarmSession => "mark_explore",
+            Strategy::ExploreSection | Strategy::WarmSession | Strategy::ExploreFloor => {
+                "mark_explore"
+            }
         }
     }
 }
@@ -242,6 +251,7 @@ pub async fn ask(
             Plan::Mark(Strategy::ExploreSection | Strategy::WarmSession) => {
                 explore_section(&mut asker).await?
             }
+            Plan::Mark(Strategy::ExploreFloor) => explore_floor(&mut asker).await?,
             Plan::FilesystemRead { root } => filesystem_read(&mut asker, root).await?,
             Plan::VaultSections => vault_sections(&mut asker).await?,
         }
@@ -306,7 +316,7 @@ async fn lookup_ladder(asker: &mut Asker<'_>, body: bool) -> Result<Vec<LookupHi
             args["match"] = json!("body");
         }
         let call = asker.call("mark_lookup", args).await?;
-        let hits = reading::lookup_hits(&call.text);
+        let hits = reading::lookup_hits(asker.remembered(&call));
         if !hits.is_empty() || asker.done() {
             return Ok(hits);
         }
@@ -521,6 +531,20 @@ async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
             break;
         }
         reader.read(asker, &hit.url).await?;
+    }
+    Ok(())
+}
+
+/// [`Strategy::ExploreFloor`]: the hub's card, then the answer's section.
+async fn explore_floor(asker: &mut Asker<'_>) -> Result<(), BenchError> {
+    let question = asker.question();
+    asker
+        .call("mark_explore", json!({ "url": question.hub }))
+        .await?;
+    if !asker.done() {
+        asker
+            .call("mark_fetch", json!({ "url": question.section }))
+            .await?;
     }
     Ok(())
 }

@@ -204,7 +204,7 @@ pub async fn run(session: &Session, verb: Verb) -> ToolText {
     match verb {
         Verb::Fetch(p) => fetch(session, p, now).await,
         Verb::Explore(p) => explore(session, p, now).await,
-        Verb::Lookup(p) => lookup(session, p).await,
+        Verb::Lookup(p) => lookup(session, p, now).await,
         Verb::List(p) => list(session, p).await,
         Verb::Versions(p) => versions(session, p).await,
         Verb::Publish(mut p) => match body_arg(std::mem::take(&mut p.body)) {

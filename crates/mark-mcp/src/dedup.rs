@@ -63,10 +63,13 @@ pub enum Slice {
     Body,
     /// One section, by anchor.
     Section(String),
-    /// One `mark_explore` card or page, by the BLAKE3 digest of its text:
-    /// the same text of the same version is not sent twice.
-    Card([u8; 32]),
 }
+
+/// The BLAKE3 digest of a derived answer's text (an explore card or page,
+/// a lookup's table): what the agent was sent, whatever document it came
+/// from. The caller puts into the text whatever must make it differ (the
+/// version a card describes).
+pub type TextDigest = [u8; 32];
 
 /// What to do with a requested slice.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +100,7 @@ struct DocRecord<H> {
 #[derive(Debug)]
 pub struct DeliveryLog<H> {
     docs: HashMap<String, DocRecord<H>>,
+    texts: HashMap<TextDigest, Instant>,
     ttl: Duration,
 }
 
@@ -105,6 +109,7 @@ impl<H: Clone> DeliveryLog<H> {
     pub fn new(ttl: Duration) -> DeliveryLog<H> {
         DeliveryLog {
             docs: HashMap::new(),
+            texts: HashMap::new(),
             ttl,
         }
     }
@@ -116,6 +121,15 @@ impl<H: Clone> DeliveryLog<H> {
             doc.slices.retain(|_, (_, at)| alive(*at));
             alive(doc.at)
         });
+        self.texts.retain(|_, at| alive(*at));
+    }
+
+    /// Whether the derived answer `digest` is to be sent: not when it was
+    /// sent within the TTL (unless `force`). Sending it is recorded.
+    pub fn send_text(&mut self, digest: TextDigest, force: bool, now: Instant) -> bool {
+        self.expire(now);
+        let seen = self.texts.insert(digest, now).is_some();
+        force || !seen
     }
 
     /// Decides whether to deliver `slice` of `path` as it is now (`current`).
@@ -278,6 +292,20 @@ mod tests {
             Decision::Deliver { changed_from: None }
         );
         assert!(log.docs.is_empty());
+    }
+
+    #[test]
+    fn a_derived_text_is_sent_once_per_ttl_unless_forced() {
+        let t0 = Instant::now();
+        let mut log: DeliveryLog<()> = DeliveryLog::new(TTL);
+        let (a, b) = ([1; 32], [2; 32]);
+        assert!(log.send_text(a, false, t0));
+        assert!(!log.send_text(a, false, t0));
+        assert!(log.send_text(b, false, t0));
+        assert!(log.send_text(a, true, t0));
+        // Each sending renews the record; it lapses a TTL after the last.
+        assert!(!log.send_text(a, false, t0 + TTL / 2));
+        assert!(log.send_text(a, false, t0 + TTL / 2 + TTL));
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! `unchanged` in one line (`force` re-sends it), like `mark_fetch`.
 
 use crate::crawl::{
-    CrawlProgress, CrawlState, CrawlWatcher, Unwatched, Waited, graph_key, wire_path,
+    CrawlProgress, CrawlState, CrawlWatcher, SessionGraph, Unwatched, Waited, graph_key, wire_path,
 };
 use crate::dedup::{Decision, Slice};
 use crate::envelope::{ToolText, size_line};
@@ -287,6 +287,17 @@ struct GraphView {
     progress: CrawlProgress,
 }
 
+/// Stops a crawl when dropped while it holds one.
+struct StopOnDrop<'g>(Option<&'g SessionGraph>);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(graph) = self.0 {
+            graph.stop();
+        }
+    }
+}
+
 /// Starts the crawl if it is not running or done, waits for it within the
 /// session's bound, and reads `path`'s backlinks. `None`: cancelled.
 async fn graph_view(
@@ -295,14 +306,14 @@ async fn graph_view(
     watcher: &dyn CrawlWatcher,
 ) -> Option<GraphView> {
     let graph = session.graph();
-    let started = graph.start();
+    // Armed while this call waits for a crawl it started: a cancelled call
+    // (the wait says so, or the whole call is dropped) stops it.
+    let mut stop_on_drop = StopOnDrop(graph.start().then_some(graph));
     let waited = graph.wait(graph.settings().wait, watcher).await;
     if waited == Waited::Cancelled {
-        if started {
-            graph.stop();
-        }
         return None;
     }
+    stop_on_drop.0 = None;
     let (backlinks, coverage) = graph.backlinks(path);
     Some(GraphView {
         backlinks,
@@ -661,10 +672,10 @@ async fn card(
 }
 
 /// Sends `text` under `head` unless this session already has exactly this
-/// text of this version (then one `unchanged` line), recording the
-/// delivery. The card never counts as a delivery of the body or a section,
-/// so a later fetch still sends the text; a changed document's card says
-/// what changed since the session last read it.
+/// text of this version (then one `unchanged` line). The card never counts
+/// as a delivery of the body or a section, so a later fetch still sends the
+/// text; a changed document's card says what changed since the session last
+/// read it.
 fn deliver(
     session: &Session,
     path: &str,
@@ -674,24 +685,27 @@ fn deliver(
     force: bool,
     now: Instant,
 ) -> ToolText {
-    let slice = Slice::Card(*blake3::hash(text.as_bytes()).as_bytes());
     let identity = &cached.identity;
+    let mut hasher = blake3::Hasher::new();
+    for part in [&identity.version, &identity.etag] {
+        hasher.update(part.as_deref().unwrap_or("").as_bytes());
+        hasher.update(b"\0");
+    }
+    hasher.update(text.as_bytes());
     let mut log = session.log();
-    let note = match log.check(path, &slice, identity, force, now) {
-        Decision::Unchanged { since } => {
-            return ToolText::new("unchanged")
-                .with_opt("version", identity.version.clone())
-                .with_text(format!(
-                    "card unchanged since {} (explored earlier this session); force=true to re-send",
-                    since.label()
-                ));
-        }
+    let note = match log.check(path, &Slice::Body, identity, true, now) {
         Decision::Deliver {
             changed_from: Some((old, hashes)),
         } => Some(change_note(&old, identity, &hashes, &cached.hashes)),
-        Decision::Deliver { changed_from: None } => None,
+        _ => None,
     };
-    log.record(path, Some(slice), identity, Arc::clone(&cached.hashes), now);
+    log.record(path, None, identity, Arc::clone(&cached.hashes), now);
+    if !log.send_text(*hasher.finalize().as_bytes(), force, now) {
+        return ToolText::new("unchanged").with_text(format!(
+            "card unchanged since {} (explored earlier this session); force=true to re-send",
+            identity.label()
+        ));
+    }
     head.with_opt("note", note).with_text(text)
 }
 

@@ -406,9 +406,13 @@ impl View<'_> {
             .map(|(old, hashes)| change_note(old, identity, hashes, &self.cached.hashes));
         let all_unchanged = parts.iter().all(|p| p.kind == PartKind::Unchanged);
         let status = if all_unchanged { "unchanged" } else { "ok" };
-        // An unchanged answer stays one short line: no title, no size.
+        // An unchanged answer stays one short line (it names the version):
+        // no version field, title, size or mode.
         let base = ToolText::new(status)
-            .with_opt("version", identity.version.clone())
+            .with_opt(
+                "version",
+                identity.version.clone().filter(|_| !all_unchanged),
+            )
             .with_opt(
                 "title",
                 self.cached
@@ -419,7 +423,7 @@ impl View<'_> {
             );
         let t = match parts.as_slice() {
             [one] => base
-                .with("mode", one.kind.mode())
+                .with_opt("mode", (!all_unchanged).then(|| one.kind.mode()))
                 .with_opt(
                     "section",
                     (!one.label.is_empty()).then(|| one.label.clone()),

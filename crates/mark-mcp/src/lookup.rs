@@ -1,10 +1,13 @@
-//! `mark_lookup`: the source's card catalog (LOOKUP), bounded.
+//! `mark_lookup`: the source's card catalog (LOOKUP), bounded. The same
+//! rows again in one session (an identical search, nothing changed) answer
+//! `unchanged` in one line, like a re-read document.
 
 use crate::envelope::{ToolText, bounded_lines};
 use crate::session::Session;
 use mark_proto::{Request, Verb};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
+use std::time::Instant;
 
 /// The most rows one lookup returns (the protocol allows 1000; an agent
 /// needs the top few).
@@ -51,11 +54,28 @@ pub struct LookupParams {
     #[arg(long = "match", id = "match", value_enum)]
     #[serde(default, rename = "match")]
     pub match_mode: Option<MatchMode>,
+    /// Re-send even if unchanged.
+    #[arg(long)]
+    #[serde(default)]
+    pub force: bool,
 }
 
-/// Runs a LOOKUP for the session.
-pub async fn lookup(session: &Session, params: LookupParams) -> ToolText {
-    search(session, params).await.unwrap_or_else(|t| t)
+/// Runs a LOOKUP for the session at time `now`.
+pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> ToolText {
+    let force = params.force;
+    let found = match search(session, params).await {
+        Ok(t) => t,
+        Err(t) => return t,
+    };
+    let digest = *blake3::hash(found.render().as_bytes()).as_bytes();
+    if session.log().send_text(digest, force, now) {
+        return found;
+    }
+    ToolText::new("unchanged")
+        .with_opt("matches", found.get("matches").map(str::to_string))
+        .with_text(
+            "the same rows as an identical lookup earlier this session; force=true to re-send",
+        )
 }
 
 async fn search(session: &Session, params: LookupParams) -> Result<ToolText, ToolText> {

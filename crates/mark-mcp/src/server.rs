@@ -145,10 +145,17 @@ impl MarkServer {
         Parameters(p): Parameters<ExploreParams>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        // Not under `unless_cancelled`: the card watches the cancellation
-        // itself, so that it can stop the crawl it started.
+        // The card also watches the cancellation itself (through the
+        // watcher) while it waits for a crawl; dropped, it stops the crawl.
+        let cancelled = ctx.ct.clone();
         let watcher = McpWatcher::new(ctx);
-        result(explore_watched(&self.session, p, Instant::now(), &watcher).await)
+        result(
+            unless_cancelled(
+                cancelled.cancelled(),
+                explore_watched(&self.session, p, Instant::now(), &watcher),
+            )
+            .await,
+        )
     }
 
     #[tool(
@@ -160,7 +167,7 @@ impl MarkServer {
         Parameters(p): Parameters<LookupParams>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        result(unless_cancelled(ctx.ct.cancelled(), lookup(&self.session, p)).await)
+        result(unless_cancelled(ctx.ct.cancelled(), lookup(&self.session, p, Instant::now())).await)
     }
 
     #[tool(

@@ -394,3 +394,44 @@ async fn a_cancelled_fetch_on_a_stalled_server_is_dropped() {
     let transcript = mcp.finish().await;
     no_result_for(&transcript, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_card_on_a_stalled_server_is_not_recorded_as_sent() {
+    let store = import_store(&kb()).unwrap();
+    let server = MarkServerProcess::start::<&str>(store.path(), &[]).unwrap();
+    let mut mcp = RawMcp::start(&host_args(
+        &server,
+        &["--timeout", "60s", "--fresh-for", "10m"],
+    ))
+    .await;
+    // The first card builds the whole link graph.
+    let text = mcp
+        .call_ok(1, "mark_explore", json!({"url": "/small.md"}))
+        .await;
+    assert!(text.contains("graph complete"), "{text}");
+    let lists = server.count_requests("LIST", "/");
+
+    // The server freezes; the card for /large.md waits on its folder's LIST.
+    signal(&server, "STOP");
+    mcp.call_tool(2, "mark_explore", json!({"url": "/large.md"}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    mcp.cancel(2).await;
+
+    // Thawed, the server answers what it had received; a call that lived on
+    // would now finish and record the card as sent.
+    signal(&server, "CONT");
+    let stalled = server.wait_for_requests("LIST", "/", lists + 1, Duration::from_secs(5));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let text = mcp
+        .call_ok(3, "mark_explore", json!({"url": "/large.md"}))
+        .await;
+    assert_eq!(field(&text, "status"), Some("ok"), "sent again: {text}");
+    assert!(text.contains("## Outline"), "{text}");
+    assert_eq!(
+        server.wait_for_requests("LIST", "/", stalled + 1, ANSWER_LIMIT),
+        stalled + 1
+    );
+    let transcript = mcp.finish().await;
+    no_result_for(&transcript, 2);
+}

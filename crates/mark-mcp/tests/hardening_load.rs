@@ -59,7 +59,9 @@ async fn two_hundred_concurrent_calls_in_one_session() {
                     assert_eq!(r.body(), small.as_str(), "call {i}");
                 }
                 2 => {
-                    let r = mcp.call("mark_lookup", json!({"query": "harbour"})).await;
+                    let r = mcp
+                        .call("mark_lookup", json!({"query": "harbour", "force": true}))
+                        .await;
                     assert!(r.body().contains("/large.md"), "call {i}: {}", r.text);
                 }
                 _ => {

@@ -256,6 +256,18 @@ async fn lookup_list_versions_and_refused_writes() {
     let r = mcp.call("mark_lookup", json!({"query": "crew"})).await;
     assert_eq!(r.status(), "ok", "{}", r.text);
     assert!(r.body().contains("/notes/crew.md"), "{}", r.text);
+    // The same search again: one line, not the rows; force sends them.
+    let again = mcp.call("mark_lookup", json!({"query": "crew"})).await;
+    assert_eq!(again.status(), "unchanged", "{}", again.text);
+    assert_eq!(again.field("matches"), r.field("matches"));
+    assert_eq!(
+        again.body().trim_end(),
+        "the same rows as an identical lookup earlier this session; force=true to re-send"
+    );
+    let forced = mcp
+        .call("mark_lookup", json!({"query": "crew", "force": true}))
+        .await;
+    assert_eq!(forced.text, r.text);
     let r = mcp
         .call(
             "mark_lookup",
