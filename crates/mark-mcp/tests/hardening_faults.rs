@@ -10,7 +10,7 @@ mod support;
 use mark_testkit::{MarkServerProcess, import_store, write_test_certificate};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use support::{Mcp, Reply, kb};
+use support::{Mcp, Reply, kb, signal};
 
 /// A hang guard per call, not a performance bound.
 const CALL_LIMIT: Duration = Duration::from_secs(40);
@@ -31,15 +31,6 @@ fn one_line_error(r: &Reply) -> &str {
         "not one sentence: {message:?}"
     );
     message
-}
-
-fn signal(server: &MarkServerProcess, sig: &str) {
-    let status = std::process::Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(server.child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill -{sig}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
