@@ -20,7 +20,7 @@ pub const LINKS_PER_DOCUMENT: usize = 3;
 pub const SEARCH_CANDIDATES: usize = 4;
 /// Most sections a section agent fetches for one question.
 pub const MAX_SECTION_FETCHES: usize = 4;
-/// Most pages of one card section (outline or links) an explore agent reads.
+/// Most pages of a card's outline an explore agent reads.
 pub const MAX_CARD_PAGES: usize = 3;
 /// Rows a lookup asks for.
 pub const LOOKUP_LIMIT: u32 = 10;
@@ -457,12 +457,15 @@ pub const MAX_OFFER_FETCHES: usize = 2;
 /// An offer is good when it shares at least two words (every word, for a
 /// one-word question) or names one of the question's naming words (see
 /// [`key_terms`]; numbers left out: a date's year names nothing). While no
-/// offer is good and the card cut its outline or links short, page those
-/// (`mark_explore` with the card's cursor, at most [`MAX_CARD_PAGES`] pages
-/// each). Then fetch the offers, good ones first, at most
+/// offer is good and the card cut its outline short, page the outline
+/// (`mark_explore` with the card's cursor, at most [`MAX_CARD_PAGES`]
+/// pages); links are not paged: a card whose first links show nothing
+/// relevant is the wrong place, and a search finds more for a call. Then
+/// fetch the offers, good ones first, at most
 /// [`MAX_OFFER_FETCHES`]; a target that comes back as an outline is
-/// narrowed to its best heading. When that did not answer: a body lookup,
-/// and its best hits' sections.
+/// narrowed to its best heading. When that did not answer: body lookups
+/// down the query ladder, reading each one's hits' sections, until the
+/// facts appear or [`MAX_SECTION_FETCHES`] sections were read.
 async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
     let hub = asker.question().hub.clone();
     let call = asker.call("mark_explore", json!({ "url": hub })).await?;
@@ -486,29 +489,27 @@ async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
         overlap(&q_terms, &words) >= strong || overlap(&names, &words) > 0
     };
     let mut offers = card_offers(&hub, &card);
-    for section in ["Outline", "Outbound links"] {
-        let mut cursor =
-            reading::more_cursor(reading::card_section(&card, section)).map(String::from);
-        let mut pages = 0;
-        while let Some(c) = cursor.take() {
-            if offers.iter().any(good) || pages == MAX_CARD_PAGES {
-                break;
-            }
-            let call = asker
-                .call("mark_explore", json!({ "url": hub, "cursor": c }))
-                .await?;
-            pages += 1;
-            if asker.done() {
-                return Ok(());
-            }
-            let page = asker.remembered(&call).to_string();
-            for offer in card_offers(&hub, &page) {
-                if !offers.contains(&offer) {
-                    offers.push(offer);
-                }
-            }
-            cursor = reading::more_cursor(reading::card_section(&page, section)).map(String::from);
+    let mut cursor =
+        reading::more_cursor(reading::card_section(&card, "Outline")).map(String::from);
+    let mut pages = 0;
+    while let Some(c) = cursor.take() {
+        if offers.iter().any(good) || pages == MAX_CARD_PAGES {
+            break;
         }
+        let call = asker
+            .call("mark_explore", json!({ "url": hub, "cursor": c }))
+            .await?;
+        pages += 1;
+        if asker.done() {
+            return Ok(());
+        }
+        let page = asker.remembered(&call).to_string();
+        for offer in card_offers(&hub, &page) {
+            if !offers.contains(&offer) {
+                offers.push(offer);
+            }
+        }
+        cursor = reading::more_cursor(reading::card_section(&page, "Outline")).map(String::from);
     }
     let (strong_offers, weak_offers): (Vec<CardLink>, Vec<CardLink>) =
         offers.into_iter().partition(good);
@@ -526,11 +527,20 @@ async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
     if asker.done() {
         return Ok(());
     }
-    for hit in lookup_ladder(asker, true).await? {
+    // Search, reading the hits; when they did not answer, search again with
+    // the next, narrower query of the ladder.
+    for query in query_ladder(&asker.question().question) {
         if asker.done() || reader.fetches >= MAX_SECTION_FETCHES {
             break;
         }
-        reader.read(asker, &hit.url).await?;
+        let args = json!({ "query": query, "limit": LOOKUP_LIMIT, "match": "body" });
+        let call = asker.call("mark_lookup", args).await?;
+        for hit in reading::lookup_hits(asker.remembered(&call)) {
+            if asker.done() || reader.fetches >= MAX_SECTION_FETCHES {
+                break;
+            }
+            reader.read(asker, &hit.url).await?;
+        }
     }
     Ok(())
 }
