@@ -180,16 +180,21 @@ fn need(lines: &[String]) -> usize {
     lines.iter().take(CARD_LINES).map(|l| l.len() + 1).sum()
 }
 
-/// What the outline would take with no byte bound: its first lines, or,
-/// when its top level alone overflows the lines, the run of every name.
-fn outline_need(entries: &[OutlineEntry]) -> usize {
-    let tops: Vec<&str> = entries
+/// The texts of the shallowest headings, in order.
+fn top_names(entries: &[OutlineEntry]) -> Vec<&str> {
+    entries
         .iter()
         .filter_map(|e| match e {
             OutlineEntry::Heading { depth: 0, text, .. } => Some(text.as_str()),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// What the outline would take with no byte bound: its first lines, or,
+/// when its top level alone overflows the lines, the run of every name.
+fn outline_need(entries: &[OutlineEntry]) -> usize {
+    let tops = top_names(entries);
     if tops.len() < CARD_LINES {
         let lines: Vec<String> = entries.iter().map(ToString::to_string).collect();
         return need(&lines);
@@ -527,13 +532,7 @@ fn more_headings(left: usize, all: usize) -> String {
 /// most [`NAMES_LINE_BYTES`], as many as fit in `max_bytes`. A name works as
 /// an anchor (`mark_fetch` re-slugs heading text), which the first line says.
 fn heading_names(entries: &[OutlineEntry], max_bytes: usize) -> String {
-    let names: Vec<&str> = entries
-        .iter()
-        .filter_map(|e| match e {
-            OutlineEntry::Heading { depth: 0, text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let names = top_names(entries);
     let mut out = String::from(NAMES_INTRO);
     let mut line = String::new();
     let mut shown = 0;

@@ -14,7 +14,7 @@
 
 mod support;
 
-use mark_testkit::{MarkServerProcess, import_store};
+use mark_testkit::{MarkServerProcess, TempStore, import_store};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Stdio;
@@ -324,18 +324,23 @@ async fn a_cancelled_explore_stops_its_crawl() {
     no_result_for(&transcript, 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cancelled_fetch_on_a_stalled_server_is_dropped() {
+/// A mark-server over the fixture knowledge base and a session with a long
+/// request timeout, so only a cancellation ends a stalled call early; cached
+/// copies stay fresh for the whole test, so a cached document costs no request.
+async fn server_and_patient_session() -> (TempStore, MarkServerProcess, RawMcp) {
     let store = import_store(&kb()).unwrap();
     let server = MarkServerProcess::start::<&str>(store.path(), &[]).unwrap();
-    // A long request timeout: only the cancellation can end the stalled
-    // call early. Cached copies stay fresh for the whole test, so a document
-    // in the session cache costs no request.
-    let mut mcp = RawMcp::start(&host_args(
+    let mcp = RawMcp::start(&host_args(
         &server,
         &["--timeout", "60s", "--fresh-for", "10m"],
     ))
     .await;
+    (store, server, mcp)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_fetch_on_a_stalled_server_is_dropped() {
+    let (_store, server, mut mcp) = server_and_patient_session().await;
     let text = mcp
         .call_ok(1, "mark_fetch", json!({"url": "/small.md"}))
         .await;
@@ -397,13 +402,7 @@ async fn a_cancelled_fetch_on_a_stalled_server_is_dropped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_card_on_a_stalled_server_is_not_recorded_as_sent() {
-    let store = import_store(&kb()).unwrap();
-    let server = MarkServerProcess::start::<&str>(store.path(), &[]).unwrap();
-    let mut mcp = RawMcp::start(&host_args(
-        &server,
-        &["--timeout", "60s", "--fresh-for", "10m"],
-    ))
-    .await;
+    let (_store, server, mut mcp) = server_and_patient_session().await;
     // The first card builds the whole link graph.
     let text = mcp
         .call_ok(1, "mark_explore", json!({"url": "/small.md"}))
