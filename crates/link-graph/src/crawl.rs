@@ -354,10 +354,22 @@ mod tests {
         std::iter::from_fn(|| plan.next_step(now)).collect()
     }
 
+    /// A crawl of `/` under `limits`, started now; with its start time.
+    fn crawl_of_root(limits: CrawlLimits) -> (CrawlPlan, Instant) {
+        let t0 = Instant::now();
+        (CrawlPlan::new("/", limits, t0).unwrap(), t0)
+    }
+
+    /// Hands out the first step of a fresh crawl of `/`, its root listing, at `now`
+    /// and answers it with `entries`.
+    fn list_root(plan: &mut CrawlPlan, now: Instant, entries: impl IntoIterator<Item = ListEntry>) {
+        assert_eq!(drain(plan, now), [list("/", None)]);
+        plan.on_listed("/", entries, None).unwrap();
+    }
+
     /// Runs a crawl of a root holding one document, `a.md`, at time `now`.
     fn crawl_one_document(mut plan: CrawlPlan, now: Instant) -> CrawlOutcome {
-        assert_eq!(drain(&mut plan, now), [list("/", None)]);
-        plan.on_listed("/", [doc("a.md")], None).unwrap();
+        list_root(&mut plan, now, [doc("a.md")]);
         assert_eq!(drain(&mut plan, now), [fetch("/a.md")]);
         plan.on_fetched("/a.md", 1).unwrap();
         assert!(drain(&mut plan, now).is_empty());
@@ -380,8 +392,7 @@ mod tests {
 
     #[test]
     fn a_tree_is_listed_then_fetched_once_each_with_paging() {
-        let t0 = Instant::now();
-        let mut plan = CrawlPlan::new("/", CrawlLimits::default(), t0).unwrap();
+        let (mut plan, t0) = crawl_of_root(CrawlLimits::default());
         assert_eq!(drain(&mut plan, t0), [list("/", None)]);
         assert!(!plan.is_finished());
         let found = plan
@@ -437,15 +448,11 @@ mod tests {
 
     #[test]
     fn the_document_bound_stops_the_crawl_incomplete() {
-        let t0 = Instant::now();
-        let limits = CrawlLimits {
+        let (mut plan, t0) = crawl_of_root(CrawlLimits {
             max_documents: 2,
             ..CrawlLimits::default()
-        };
-        let mut plan = CrawlPlan::new("/", limits, t0).unwrap();
-        drain(&mut plan, t0);
-        plan.on_listed("/", [doc("a.md"), doc("b.md"), doc("c.md")], None)
-            .unwrap();
+        });
+        list_root(&mut plan, t0, [doc("a.md"), doc("b.md"), doc("c.md")]);
         assert_eq!(drain(&mut plan, t0), [fetch("/a.md"), fetch("/b.md")]);
         assert!(!plan.is_finished(), "two fetches are still out");
         plan.on_fetched("/a.md", 1).unwrap();
@@ -457,27 +464,21 @@ mod tests {
 
     #[test]
     fn exactly_max_documents_is_still_complete() {
-        let t0 = Instant::now();
-        let limits = CrawlLimits {
+        let (plan, t0) = crawl_of_root(CrawlLimits {
             max_documents: 1,
             ..CrawlLimits::default()
-        };
-        let plan = CrawlPlan::new("/", limits, t0).unwrap();
+        });
         assert!(crawl_one_document(plan, t0).complete);
     }
 
     #[test]
     fn the_byte_bound_stops_new_fetches() {
-        let t0 = Instant::now();
-        let limits = CrawlLimits {
+        let (mut plan, t0) = crawl_of_root(CrawlLimits {
             max_bytes: 100,
             max_in_flight: 1,
             ..CrawlLimits::default()
-        };
-        let mut plan = CrawlPlan::new("/", limits, t0).unwrap();
-        drain(&mut plan, t0);
-        plan.on_listed("/", [doc("a.md"), doc("b.md"), doc("c.md")], None)
-            .unwrap();
+        });
+        list_root(&mut plan, t0, [doc("a.md"), doc("b.md"), doc("c.md")]);
         assert_eq!(drain(&mut plan, t0), [fetch("/a.md")]);
         plan.on_fetched("/a.md", 60).unwrap();
         assert_eq!(drain(&mut plan, t0), [fetch("/b.md")]);
@@ -493,16 +494,12 @@ mod tests {
 
     #[test]
     fn the_deadline_stops_new_requests() {
-        let t0 = Instant::now();
-        let limits = CrawlLimits {
+        let (mut plan, t0) = crawl_of_root(CrawlLimits {
             time_budget: Duration::from_secs(10),
             ..CrawlLimits::default()
-        };
-        let mut plan = CrawlPlan::new("/", limits, t0).unwrap();
+        });
         assert_eq!(plan.deadline(), Some(t0 + Duration::from_secs(10)));
-        drain(&mut plan, t0);
-        plan.on_listed("/", [doc("a.md"), doc("b.md")], None)
-            .unwrap();
+        list_root(&mut plan, t0, [doc("a.md"), doc("b.md")]);
         let late = t0 + Duration::from_secs(10);
         assert!(drain(&mut plan, late).is_empty());
         assert!(
@@ -524,12 +521,10 @@ mod tests {
 
     #[test]
     fn a_budget_past_the_clock_means_no_deadline() {
-        let t0 = Instant::now();
-        let limits = CrawlLimits {
+        let (plan, t0) = crawl_of_root(CrawlLimits {
             time_budget: Duration::MAX,
             ..CrawlLimits::default()
-        };
-        let plan = CrawlPlan::new("/", limits, t0).unwrap();
+        });
         assert_eq!(plan.deadline(), None);
         let much_later = t0 + Duration::from_secs(100 * 365 * 24 * 3600);
         assert!(crawl_one_document(plan, much_later).complete);
@@ -537,19 +532,15 @@ mod tests {
 
     #[test]
     fn listing_goes_on_after_the_document_bound() {
-        let t0 = Instant::now();
-        let limits = CrawlLimits {
+        let (mut plan, t0) = crawl_of_root(CrawlLimits {
             max_documents: 2,
             ..CrawlLimits::default()
-        };
-        let mut plan = CrawlPlan::new("/", limits, t0).unwrap();
-        drain(&mut plan, t0);
-        plan.on_listed(
-            "/",
+        });
+        list_root(
+            &mut plan,
+            t0,
             [doc("a.md"), doc("b.md"), doc("c.md"), dir("sub")],
-            None,
-        )
-        .unwrap();
+        );
         // The fetches go out while /sub/ is still being listed, and use up the bound.
         assert_eq!(
             drain(&mut plan, t0),
@@ -588,16 +579,12 @@ mod tests {
 
     #[test]
     fn the_deadline_stops_listing_after_the_document_bound() {
-        let t0 = Instant::now();
-        let limits = CrawlLimits {
+        let (mut plan, t0) = crawl_of_root(CrawlLimits {
             max_documents: 1,
             time_budget: Duration::from_secs(10),
             ..CrawlLimits::default()
-        };
-        let mut plan = CrawlPlan::new("/", limits, t0).unwrap();
-        drain(&mut plan, t0);
-        plan.on_listed("/", [doc("a.md"), doc("b.md"), dir("sub")], None)
-            .unwrap();
+        });
+        list_root(&mut plan, t0, [doc("a.md"), doc("b.md"), dir("sub")]);
         assert_eq!(drain(&mut plan, t0), [list("/sub/", None), fetch("/a.md")]);
         plan.on_fetched("/a.md", 1).unwrap();
         plan.on_listed("/sub/", [dir("deeper")], None).unwrap();
@@ -608,13 +595,9 @@ mod tests {
 
     #[test]
     fn the_listing_cap_stops_listing_but_not_fetching() {
-        let t0 = Instant::now();
-        let mut plan = CrawlPlan::new("/", CrawlLimits::default(), t0)
-            .unwrap()
-            .with_max_listings(2);
-        drain(&mut plan, t0);
-        plan.on_listed("/", [doc("a.md"), dir("one"), dir("two")], None)
-            .unwrap();
+        let (plan, t0) = crawl_of_root(CrawlLimits::default());
+        let mut plan = plan.with_max_listings(2);
+        list_root(&mut plan, t0, [doc("a.md"), dir("one"), dir("two")]);
         // One listing left: /one/; /two/ waits, so a.md goes out.
         assert_eq!(drain(&mut plan, t0), [list("/one/", None), fetch("/a.md")]);
         plan.on_listed("/one/", [doc("b.md")], None).unwrap();
@@ -634,11 +617,8 @@ mod tests {
 
     #[test]
     fn exactly_max_listings_is_still_complete() {
-        let t0 = Instant::now();
-        let plan = CrawlPlan::new("/", CrawlLimits::default(), t0)
-            .unwrap()
-            .with_max_listings(1);
-        assert!(crawl_one_document(plan, t0).complete);
+        let (plan, t0) = crawl_of_root(CrawlLimits::default());
+        assert!(crawl_one_document(plan.with_max_listings(1), t0).complete);
     }
 
     #[test]
@@ -659,10 +639,8 @@ mod tests {
 
     #[test]
     fn a_failure_leaves_the_crawl_incomplete() {
-        let t0 = Instant::now();
-        let mut plan = CrawlPlan::new("/", CrawlLimits::default(), t0).unwrap();
-        drain(&mut plan, t0);
-        plan.on_listed("/", [doc("a.md")], None).unwrap();
+        let (mut plan, t0) = crawl_of_root(CrawlLimits::default());
+        list_root(&mut plan, t0, [doc("a.md")]);
         let steps = drain(&mut plan, t0);
         plan.on_failed(&steps[0]).unwrap();
         assert!(plan.is_finished());
@@ -675,14 +653,12 @@ mod tests {
 
     #[test]
     fn reports_for_steps_not_in_flight_are_refused() {
-        let t0 = Instant::now();
-        let mut plan = CrawlPlan::new("/", CrawlLimits::default(), t0).unwrap();
+        let (mut plan, t0) = crawl_of_root(CrawlLimits::default());
         assert_eq!(
             plan.on_fetched("/a.md", 1),
             Err(PlanError::NotInFlight("/a.md".to_owned()))
         );
-        drain(&mut plan, t0);
-        plan.on_listed("/", [], None).unwrap();
+        list_root(&mut plan, t0, []);
         assert!(plan.on_listed("/", [], None).is_err(), "reported twice");
         assert_eq!(
             CrawlPlan::new("docs/", CrawlLimits::default(), t0).unwrap_err(),
