@@ -36,3 +36,4 @@ mod tls;
 pub use client::Client;
 pub use config::{ClientConfig, Token, Trust, format_fingerprint, parse_fingerprint};
 pub use error::ClientError;
+pub use tls::rustls_client_config;

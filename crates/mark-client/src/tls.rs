@@ -74,10 +74,19 @@ impl TlsSetup {
         &self,
     ) -> Result<(Arc<QuicClientConfig>, FailureSlot), ClientError> {
         let failure = FailureSlot::default();
+        let tls = self.rustls_config(failure.clone())?;
+        let quic =
+            QuicClientConfig::try_from(tls).map_err(|e| ClientError::Config(e.to_string()))?;
+        Ok((Arc::new(quic), failure))
+    }
+
+    /// TLS 1.3 only, ALPN `mark`, this setup's anchor and session cache;
+    /// the verifier records a refusal in `failure`.
+    fn rustls_config(&self, failure: FailureSlot) -> Result<rustls::ClientConfig, ClientError> {
         let verifier = MarkVerifier {
             anchor: self.anchor.clone(),
             algorithms: self.provider.signature_verification_algorithms,
-            failure: failure.clone(),
+            failure,
         };
         let mut tls = rustls::ClientConfig::builder_with_provider(self.provider.clone())
             .with_protocol_versions(&[&rustls::version::TLS13])
@@ -87,10 +96,21 @@ impl TlsSetup {
             .with_no_client_auth();
         tls.alpn_protocols = vec![mark_proto::ALPN.to_vec()];
         tls.resumption = self.resumption.clone();
-        let quic =
-            QuicClientConfig::try_from(tls).map_err(|e| ClientError::Config(e.to_string()))?;
-        Ok((Arc::new(quic), failure))
+        Ok(tls)
     }
+}
+
+/// The rustls configuration a [`crate::Client`] with this [`Trust`] uses:
+/// the ring provider, TLS 1.3 only, ALPN `mark`, and the client's
+/// certificate verifier (which checks the TLS 1.3 handshake signature in
+/// every mode).
+///
+/// For a raw QUIC connection that must send bytes [`crate::Client`] will
+/// not (conformance tests); wrap it in
+/// `quinn::crypto::rustls::QuicClientConfig`. A refusal surfaces only as
+/// the rustls handshake error, without the reason `Client` adds.
+pub fn rustls_client_config(trust: &Trust) -> Result<rustls::ClientConfig, ClientError> {
+    TlsSetup::new(trust)?.rustls_config(FailureSlot::default())
 }
 
 fn roots_verifier(
@@ -222,5 +242,18 @@ fn describe_rustls_error(error: &rustls::Error) -> String {
             "it has expired".to_string()
         }
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_config_offers_only_mark_and_only_tls13() {
+        let tls = rustls_client_config(&Trust::Pin([7; 32])).unwrap();
+        assert_eq!(tls.alpn_protocols, vec![b"mark".to_vec()]);
+        // QUIC requires TLS 1.3; the conversion refuses a config without it.
+        assert!(QuicClientConfig::try_from(tls).is_ok());
     }
 }

@@ -162,65 +162,6 @@ fn assert_status(resp: &Response, status: Status) {
 mod raw {
     use super::*;
     use quinn::crypto::rustls::QuicClientConfig;
-    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-    use rustls::crypto::CryptoProvider;
-    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-    use rustls::{DigitallySignedStruct, SignatureScheme};
-
-    /// Accepts exactly the certificate with this SHA-256 (TLS 1.3 signatures still checked).
-    #[derive(Debug)]
-    struct Pin {
-        fingerprint: [u8; 32],
-        provider: Arc<CryptoProvider>,
-    }
-
-    impl ServerCertVerifier for Pin {
-        fn verify_server_cert(
-            &self,
-            end_entity: &CertificateDer<'_>,
-            _intermediates: &[CertificateDer<'_>],
-            _server_name: &ServerName<'_>,
-            _ocsp: &[u8],
-            _now: UnixTime,
-        ) -> Result<ServerCertVerified, rustls::Error> {
-            if Sha256::digest(end_entity.as_ref()).as_slice() == self.fingerprint {
-                Ok(ServerCertVerified::assertion())
-            } else {
-                Err(rustls::Error::General(
-                    "certificate does not match the pin".into(),
-                ))
-            }
-        }
-
-        fn verify_tls12_signature(
-            &self,
-            _message: &[u8],
-            _cert: &CertificateDer<'_>,
-            _dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            Err(rustls::Error::General("TLS 1.2 is not allowed".into()))
-        }
-
-        fn verify_tls13_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls13_signature(
-                message,
-                cert,
-                dss,
-                &self.provider.signature_verification_algorithms,
-            )
-        }
-
-        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-            self.provider
-                .signature_verification_algorithms
-                .supported_schemes()
-        }
-    }
 
     /// A connection to the server (the endpoint is kept alive with it).
     pub struct RawConnection {
@@ -242,16 +183,8 @@ mod raw {
         server: &MarkServerProcess,
         alpn: &[&[u8]],
     ) -> Result<RawConnection, String> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Pin {
-                fingerprint: server.fingerprint,
-                provider,
-            }))
-            .with_no_client_auth();
+        // mark-client's own TLS (pinned certificate, TLS 1.3), other ALPNs allowed.
+        let mut tls = mark_client::rustls_client_config(&Trust::Pin(server.fingerprint)).unwrap();
         tls.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
         endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(
@@ -552,43 +485,32 @@ async fn each_auth_outcome_has_its_status() {
     let fx = Fixture::start();
     let publish = |token: Option<&str>, path: &str| {
         let mut req = Request::new(Verb::Publish, path).with_body("# New\n");
-        if let Some(t) = token {
-            req = req.with_meta("auth", t);
+        if let Some(token) = token {
+            req = req.with_meta("auth", token);
         }
         req
     };
-    assert_status(
-        &fx.send(publish(None, "/guide/new.md")).await,
-        Status::Unauthorized,
-    );
-    assert_status(
-        &fx.send(publish(Some("mark_0000000000000000"), "/guide/new.md"))
-            .await,
-        Status::Unauthorized,
-    );
-    // Known token, path outside its globs.
-    assert_status(
-        &fx.send(publish(Some(&fx.tokens.guide_writer), "/index-2.md"))
-            .await,
-        Status::NotPermitted,
-    );
-    // Known token, operation it does not grant.
-    assert_status(
-        &fx.send(publish(Some(&fx.tokens.private_reader), "/private/new.md"))
-            .await,
-        Status::NotPermitted,
-    );
-    // Known token, expired.
-    assert_status(
-        &fx.send(publish(Some(&fx.tokens.expired), "/guide/new.md"))
-            .await,
-        Status::NotPermitted,
-    );
-    assert_status(
-        &fx.send(publish(Some(&fx.tokens.guide_writer), "/guide/new.md"))
-            .await,
-        Status::Created,
-    );
+    // Run in order: only the last case creates the document.
+    let t = &fx.tokens;
+    #[rustfmt::skip]
+    let cases: [(&str, Option<&str>, &str, Status); 6] = [
+        ("no token", None, "/guide/new.md", Status::Unauthorized),
+        ("unknown token", Some("mark_0000000000000000"), "/guide/new.md", Status::Unauthorized),
+        ("path outside its globs", Some(&t.guide_writer), "/index-2.md", Status::NotPermitted),
+        ("operation not granted", Some(&t.private_reader), "/private/new.md", Status::NotPermitted),
+        ("expired token", Some(&t.expired), "/guide/new.md", Status::NotPermitted),
+        ("granted", Some(&t.guide_writer), "/guide/new.md", Status::Created),
+    ];
+    for (case, token, path, status) in cases {
+        let resp = fx.send(publish(token, path)).await;
+        assert_eq!(
+            resp.status,
+            status,
+            "{case}: {:?} {}",
+            resp.metadata,
+            String::from_utf8_lossy(&resp.body)
+        );
+    }
 
     // A read grant makes its paths private; others stay public.
     assert_status(&fx.fetch("/private/plan.md").await, Status::Unauthorized);
@@ -637,35 +559,31 @@ async fn raw_tokens_never_reach_the_log() {
 async fn expected_version_mismatch_is_a_conflict_naming_both_versions() {
     let fx = Fixture::start();
     fx.publish("/guide/setup.md", "# Setup\n\nv2\n").await;
+    let publish_expecting = |path: &str, expected: &str, body: &str| {
+        Request::new(Verb::Publish, path)
+            .with_meta("auth", &fx.tokens.writer)
+            .with_meta("expected-version", expected)
+            .with_body(body)
+    };
     let stale = fx
-        .send(
-            Request::new(Verb::Publish, "/guide/setup.md")
-                .with_meta("auth", &fx.tokens.writer)
-                .with_meta("expected-version", "1")
-                .with_body("# Setup\n\nfrom v1\n"),
-        )
+        .send(publish_expecting(
+            "/guide/setup.md",
+            "1",
+            "# Setup\n\nfrom v1\n",
+        ))
         .await;
     assert_status(&stale, Status::Conflict);
     assert_eq!(stale.meta("your-version"), Some("1"));
     assert_eq!(stale.meta("server-version"), Some("2"));
 
+    // Expected version 0 means "must not exist yet".
     let must_not_exist = fx
-        .send(
-            Request::new(Verb::Publish, "/guide/setup.md")
-                .with_meta("auth", &fx.tokens.writer)
-                .with_meta("expected-version", "0")
-                .with_body("# Fresh\n"),
-        )
+        .send(publish_expecting("/guide/setup.md", "0", "# Fresh\n"))
         .await;
     assert_status(&must_not_exist, Status::Conflict);
 
     let fresh = fx
-        .send(
-            Request::new(Verb::Publish, "/guide/fresh.md")
-                .with_meta("auth", &fx.tokens.writer)
-                .with_meta("expected-version", "0")
-                .with_body("# Fresh\n"),
-        )
+        .send(publish_expecting("/guide/fresh.md", "0", "# Fresh\n"))
         .await;
     assert_status(&fresh, Status::Created);
     assert_eq!(fresh.meta("version"), Some("1"));
