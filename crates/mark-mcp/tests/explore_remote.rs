@@ -5,18 +5,17 @@
 
 mod support;
 
-use mark_testkit::{MarkServerProcess, generate_token, import_store};
+use mark_testkit::{MarkServerProcess, generate_token};
 use rmcp::model::{
     CallToolRequestParams, ClientRequest, ProgressNotificationParam, Request, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::{Mcp, PublishingServer};
+use support::{Mcp, PublishingServer, host_args, serve_copy_of, spawn_mcp};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -46,17 +45,8 @@ async fn sync(mcp: &Mcp, server: &MarkServerProcess, n: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_card_costs_one_fetch_and_one_list_once_the_graph_is_built() {
-    let store = import_store(&fixture()).unwrap();
-    let server = MarkServerProcess::start::<&str>(store.path(), &[]).unwrap();
-    let mcp = Mcp::start(&[
-        "--host",
-        &server.url(),
-        "--pin",
-        &server.pin(),
-        "--fresh-for",
-        "0s",
-    ])
-    .await;
+    let (_store, server) = serve_copy_of::<&str>(&fixture(), &[]);
+    let mcp = Mcp::start(&host_args(&server, &["--fresh-for", "0s"])).await;
     // The first card starts the crawl and waits for it.
     let card = mcp.call("mark_explore", json!({"url": "/hub.md"})).await;
     assert_eq!(card.status(), "ok", "{}", card.text);
@@ -122,14 +112,12 @@ async fn a_card_costs_one_fetch_and_one_list_once_the_graph_is_built() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_protected_folder_listing_becomes_a_note() {
-    let store = import_store(&fixture()).unwrap();
     let secrets = tempfile::tempdir().unwrap();
     let tokens = secrets.path().join("tokens.toml");
     // A read grant on the folder itself: its LIST needs a token, its documents do not.
     generate_token(&tokens, "/guides", "read", None).unwrap();
-    let server =
-        MarkServerProcess::start(store.path(), &["--tokens", tokens.to_str().unwrap()]).unwrap();
-    let mcp = Mcp::start(&["--host", &server.url(), "--pin", &server.pin(), "--crawl"]).await;
+    let (_store, server) = serve_copy_of(&fixture(), &["--tokens", tokens.to_str().unwrap()]);
+    let mcp = Mcp::start(&host_args(&server, &["--crawl"])).await;
     let card = mcp
         .call("mark_explore", json!({"url": "/guides/intro.md"}))
         .await;
@@ -169,23 +157,8 @@ impl ClientHandler for ProgressLog {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_with_a_progress_token_hears_the_crawl() {
-    let store = import_store(&fixture()).unwrap();
-    let server = MarkServerProcess::start::<&str>(store.path(), &[]).unwrap();
-    let mut cmd = tokio::process::Command::new(support::bin());
-    cmd.args([
-        "--host",
-        &server.url(),
-        "--pin",
-        &server.pin(),
-        "--crawl-concurrency",
-        "1",
-    ])
-    .env_remove("MARK_TOKEN")
-    .env("RUST_LOG", "warn");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let (_store, server) = serve_copy_of::<&str>(&fixture(), &[]);
+    let transport = spawn_mcp(&host_args(&server, &["--crawl-concurrency", "1"]));
     let heard = ProgressLog::default();
     let client = heard.clone().serve(transport).await.unwrap();
     let mut args = serde_json::Map::new();

@@ -7,10 +7,10 @@
 
 mod support;
 
-use mark_testkit::{MarkServerProcess, import_store, write_test_certificate};
+use mark_testkit::{MarkServerProcess, TempStore, write_test_certificate};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use support::{Mcp, Reply, kb, signal};
+use support::{Mcp, Reply, fetch_statuses, host_args, kb, serve_copy_of, signal};
 
 /// A hang guard per call, not a performance bound.
 const CALL_LIMIT: Duration = Duration::from_secs(40);
@@ -21,6 +21,16 @@ async fn fetch_within(mcp: &Mcp, args: serde_json::Value) -> (Reply, Duration) {
         .await
         .expect("a call hung past the guard");
     (r, started.elapsed())
+}
+
+/// A server on a copy of the fixture knowledge base whose certificate (so
+/// its pin) stays the same across restarts; the store and certificate
+/// folder live as long as the guards.
+fn server_keeping_its_certificate() -> (TempStore, tempfile::TempDir, MarkServerProcess) {
+    let certs = tempfile::tempdir().unwrap();
+    let cert = write_test_certificate(certs.path()).unwrap();
+    let (store, server) = serve_copy_of(&kb(), &cert.server_args());
+    (store, certs, server)
 }
 
 fn one_line_error(r: &Reply) -> &str {
@@ -35,10 +45,7 @@ fn one_line_error(r: &Reply) -> &str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_down_at_start_then_up() {
-    let store = import_store(&kb()).unwrap();
-    let certs = tempfile::tempdir().unwrap();
-    let cert = write_test_certificate(certs.path()).unwrap();
-    let mut server = MarkServerProcess::start(store.path(), &cert.server_args()).unwrap();
+    let (_store, _certs, mut server) = server_keeping_its_certificate();
     let (host, pin) = (server.url(), server.pin());
     server.kill();
 
@@ -54,30 +61,14 @@ async fn server_down_at_start_then_up() {
     server.restart().unwrap();
     assert_eq!(server.pin(), pin);
     let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
-    assert_eq!(
-        (r.status(), r.field("mode")),
-        ("ok", Some("full")),
-        "{}",
-        r.text
-    );
+    r.assert_full();
     mcp.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_restart_mid_session_reconnects_and_revalidates() {
-    let store = import_store(&kb()).unwrap();
-    let certs = tempfile::tempdir().unwrap();
-    let cert = write_test_certificate(certs.path()).unwrap();
-    let mut server = MarkServerProcess::start(store.path(), &cert.server_args()).unwrap();
-    let mcp = Mcp::start(&[
-        "--host",
-        &server.url(),
-        "--pin",
-        &server.pin(),
-        "--fresh-for",
-        "0s",
-    ])
-    .await;
+    let (_store, _certs, mut server) = server_keeping_its_certificate();
+    let mcp = Mcp::start(&host_args(&server, &["--fresh-for", "0s"])).await;
     let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
     assert_eq!(r.field("mode"), Some("full"), "{}", r.text);
 
@@ -117,28 +108,10 @@ async fn server_restart_mid_session_reconnects_and_revalidates() {
     mcp.stop().await;
 }
 
-fn fetch_statuses(server: &MarkServerProcess, path: &str) -> Vec<String> {
-    server
-        .requests_seen()
-        .into_iter()
-        .filter(|q| q.verb == "FETCH" && q.path == path)
-        .map(|q| q.status)
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_server_times_out_then_recovers() {
-    let store = import_store(&kb()).unwrap();
-    let server = MarkServerProcess::start(store.path(), &[] as &[&str]).unwrap();
-    let mcp = Mcp::start(&[
-        "--host",
-        &server.url(),
-        "--pin",
-        &server.pin(),
-        "--timeout",
-        "2s",
-    ])
-    .await;
+    let (_store, server) = serve_copy_of::<&str>(&kb(), &[]);
+    let mcp = Mcp::start(&host_args(&server, &["--timeout", "2s"])).await;
     let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
     assert_eq!(r.status(), "ok", "{}", r.text);
 
@@ -154,22 +127,16 @@ async fn stalled_server_times_out_then_recovers() {
     assert!(took < Duration::from_secs(10), "took {took:?}");
 
     let (r, _) = fetch_within(&mcp, json!({"url": "/large.md", "force": true})).await;
-    assert_eq!(
-        (r.status(), r.field("mode")),
-        ("ok", Some("full")),
-        "{}",
-        r.text
-    );
+    r.assert_full();
     mcp.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_certificate_under_a_pin_is_refused() {
-    let store = import_store(&kb()).unwrap();
     // No --cert: every start makes a new self-signed certificate.
-    let mut server = MarkServerProcess::start(store.path(), &[] as &[&str]).unwrap();
+    let (_store, mut server) = serve_copy_of::<&str>(&kb(), &[]);
     let pin = server.pin();
-    let mcp = Mcp::start(&["--host", &server.url(), "--pin", &pin, "--fresh-for", "0s"]).await;
+    let mcp = Mcp::start(&host_args(&server, &["--fresh-for", "0s"])).await;
     let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
     assert_eq!(r.status(), "ok", "{}", r.text);
 

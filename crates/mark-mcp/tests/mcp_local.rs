@@ -405,23 +405,16 @@ async fn a_versioned_folder_is_writable_with_write() {
 
     let mcp = Mcp::start(&["--root", &root, "--write", "--fresh-for", "0s"]).await;
     assert_eq!(mcp.fetch("/small.md").await.field("version"), Some("1"));
-    let r = mcp
-        .call("mark_publish", json!({"url": "/small.md", "body": "# Small Notes\n\nRewritten.\n", "expected_version": 0}))
-        .await;
+    let rewritten = "# Small Notes\n\nRewritten.\n";
+    let r = mcp.publish("/small.md", rewritten, 0).await;
     assert!(
         r.is_error && r.status() == "conflict" && r.body().contains("expected_version 1"),
         "{}",
         r.text
     );
-    let r = mcp
-        .call("mark_publish", json!({"url": "/small.md", "body": "# Small Notes\n\nRewritten.\n", "expected_version": 1}))
-        .await;
-    assert_eq!(
-        (r.status(), r.field("version")),
-        ("created", Some("2")),
-        "{}",
-        r.text
-    );
+    mcp.publish("/small.md", rewritten, 1)
+        .await
+        .assert_created("2");
     let r = mcp.fetch("/small.md").await;
     let note = r.field("note").unwrap();
     assert!(note.starts_with("changed since your last read (v1 -> v2); sections changed: #small-notes; removed: #alpha, #beta"), "{note}");

@@ -8,7 +8,7 @@ mod support;
 use mark_testkit::MarkServerProcess;
 use serde_json::json;
 use std::time::Duration;
-use support::{Mcp, PublishingServer, kb};
+use support::{Mcp, PublishingServer, fetch_statuses, host_args, kb};
 
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -25,32 +25,17 @@ async fn sync_log(mcp: &Mcp, server: &MarkServerProcess, seen: &mut usize) {
     );
 }
 
-fn statuses(server: &MarkServerProcess, path: &str) -> Vec<String> {
-    server
-        .requests_seen()
-        .into_iter()
-        .filter(|r| r.verb == "FETCH" && r.path == path)
-        .map(|r| r.status)
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_cache_dedup_and_writes() {
     let publishing = PublishingServer::start(&kb());
     let server = &publishing.server;
     let host = server.url();
-    let pin = server.pin();
 
     // Session A: writes allowed, a long freshness window.
     let a = Mcp::start(&publishing.writer_args(&["--fresh-for", "1h"])).await;
     let mut sentinel = 0;
     let r = a.fetch(&format!("{host}/small.md")).await;
-    assert_eq!(
-        (r.status(), r.field("mode")),
-        ("ok", Some("full")),
-        "{}",
-        r.text
-    );
+    r.assert_full();
     assert_eq!(r.field("version"), Some("1"));
     // Within --fresh-for: a section, a repeat and an outline cost no request.
     assert_eq!(
@@ -77,12 +62,7 @@ async fn remote_cache_dedup_and_writes() {
             "The second ferry leaves at half past nine.",
         )
         + "## Delta\n\nA new pier opens in May.\n";
-    let r = a
-        .call(
-            "mark_publish",
-            json!({"url": "/small.md", "body": changed, "expected_version": 5}),
-        )
-        .await;
+    let r = a.publish("/small.md", &changed, 5).await;
     assert!(r.is_error && r.status() == "conflict", "{}", r.text);
     assert!(
         r.body().contains("v5")
@@ -91,18 +71,9 @@ async fn remote_cache_dedup_and_writes() {
         "{}",
         r.text
     );
-    let r = a
-        .call(
-            "mark_publish",
-            json!({"url": "/small.md", "body": changed, "expected_version": 1}),
-        )
-        .await;
-    assert_eq!(
-        (r.status(), r.field("version")),
-        ("created", Some("2")),
-        "{}",
-        r.text
-    );
+    a.publish("/small.md", &changed, 1)
+        .await
+        .assert_created("2");
 
     // The changed document comes with the version step and which sections changed.
     let r = a.fetch("/small.md").await;
@@ -121,12 +92,7 @@ async fn remote_cache_dedup_and_writes() {
             json!({"url": "/small.md", "body": "Late ferries run in summer.\n"}),
         )
         .await;
-    assert_eq!(
-        (r.status(), r.field("version")),
-        ("created", Some("3")),
-        "{}",
-        r.text
-    );
+    r.assert_created("3");
     let r = a.call("mark_versions", json!({"url": "/small.md"})).await;
     assert_eq!(r.field("current"), Some("3"), "{}", r.text);
     let listed: Vec<&str> = r.body().lines().filter(|l| l.starts_with("- v")).collect();
@@ -157,7 +123,7 @@ async fn remote_cache_dedup_and_writes() {
 
     // Session B: never validated-fresh, so every read is conditional; and it
     // does not share A's dedup.
-    let b = Mcp::start(&["--host", &host, "--pin", &pin, "--fresh-for", "0s"]).await;
+    let b = Mcp::start(&host_args(server, &["--fresh-for", "0s"])).await;
     let before = server.count_requests("FETCH", "/large.md");
     assert_eq!(
         b.fetch("/large.md#pilots").await.field("mode"),
@@ -168,7 +134,7 @@ async fn remote_cache_dedup_and_writes() {
         Some("section")
     );
     sync_log(&b, server, &mut sentinel).await;
-    let after = statuses(server, "/large.md");
+    let after = fetch_statuses(server, "/large.md");
     assert_eq!(after.len(), before + 2);
     assert_eq!(
         after.last().map(String::as_str),

@@ -40,6 +40,29 @@ pub fn copy_kb() -> tempfile::TempDir {
     dir
 }
 
+/// A real `mark-server` on 127.0.0.1 serving a versioned copy of `src`,
+/// started with `args`; the copy lives as long as the returned store.
+pub fn serve_copy_of<S: AsRef<str>>(
+    src: &Path,
+    args: &[S],
+) -> (mark_testkit::TempStore, mark_testkit::MarkServerProcess) {
+    let store = mark_testkit::import_store(src).unwrap();
+    let server = mark_testkit::MarkServerProcess::start(store.path(), args).unwrap();
+    (store, server)
+}
+
+/// `--host URL --pin sha256:…` of `server`, then `extra`: a session reading it.
+pub fn host_args(server: &mark_testkit::MarkServerProcess, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--host".to_string(),
+        server.url(),
+        "--pin".to_string(),
+        server.pin(),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args
+}
+
 /// A real `mark-server` on a versioned copy of `src` whose token store
 /// grants publishing everywhere, with that token in a file for `--token-file`.
 pub struct PublishingServer {
@@ -54,17 +77,12 @@ pub struct PublishingServer {
 impl PublishingServer {
     /// Imports `src` and starts the server on 127.0.0.1.
     pub fn start(src: &Path) -> PublishingServer {
-        let store = mark_testkit::import_store(src).unwrap();
         let secrets = tempfile::tempdir().unwrap();
         let tokens = secrets.path().join("tokens.toml");
         let token = mark_testkit::generate_token(&tokens, "/**", "publish", None).unwrap();
         let token_file = secrets.path().join("token");
         std::fs::write(&token_file, &token).unwrap();
-        let server = mark_testkit::MarkServerProcess::start(
-            store.path(),
-            &["--tokens", tokens.to_str().unwrap()],
-        )
-        .unwrap();
+        let (store, server) = serve_copy_of(src, &["--tokens", tokens.to_str().unwrap()]);
         PublishingServer {
             server,
             token_file,
@@ -76,18 +94,21 @@ impl PublishingServer {
     /// `--host URL --pin sha256:… --write --token-file F` and `extra`: a
     /// session that may write.
     pub fn writer_args(&self, extra: &[&str]) -> Vec<String> {
-        let mut args = vec![
-            "--host".to_string(),
-            self.server.url(),
-            "--pin".to_string(),
-            self.server.pin(),
-            "--write".to_string(),
-            "--token-file".to_string(),
-            self.token_file.display().to_string(),
-        ];
-        args.extend(extra.iter().map(|a| a.to_string()));
-        args
+        let token_file = self.token_file.display().to_string();
+        let mut writer = vec!["--write", "--token-file", &token_file];
+        writer.extend(extra);
+        host_args(&self.server, &writer)
     }
+}
+
+/// The statuses `server` logged for `FETCH path`, oldest first.
+pub fn fetch_statuses(server: &mark_testkit::MarkServerProcess, path: &str) -> Vec<String> {
+    server
+        .requests_seen()
+        .into_iter()
+        .filter(|r| r.verb == "FETCH" && r.path == path)
+        .map(|r| r.status)
+        .collect()
 }
 
 /// Sends `kill -SIG` to a server process (`STOP` freezes it, `CONT` thaws
@@ -130,6 +151,40 @@ impl Reply {
     pub fn body(&self) -> &str {
         body(&self.text)
     }
+    /// Asserts a read's result: `ok`, the whole document (`mode: full`).
+    #[track_caller]
+    pub fn assert_full(&self) {
+        assert_eq!(
+            (self.status(), self.field("mode")),
+            ("ok", Some("full")),
+            "{}",
+            self.text
+        );
+    }
+    /// Asserts a write's result: `created`, as version `version`.
+    #[track_caller]
+    pub fn assert_created(&self, version: &str) {
+        assert_eq!(
+            (self.status(), self.field("version")),
+            ("created", Some(version)),
+            "{}",
+            self.text
+        );
+    }
+}
+
+/// Spawns `mark-mcp ARGS…` (no `MARK_TOKEN`, warnings on stderr): its
+/// stdio, for an MCP client to serve over.
+pub fn spawn_mcp<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> TokioChildProcess {
+    let mut cmd = tokio::process::Command::new(bin());
+    cmd.args(args)
+        .env_remove("MARK_TOKEN")
+        .env("RUST_LOG", "warn");
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    transport
 }
 
 /// A running `mark-mcp` with an MCP client session over its stdio.
@@ -140,15 +195,7 @@ pub struct Mcp {
 impl Mcp {
     /// Starts `mark-mcp ARGS…` and completes the MCP handshake.
     pub async fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Mcp {
-        let mut cmd = tokio::process::Command::new(bin());
-        cmd.args(args)
-            .env_remove("MARK_TOKEN")
-            .env("RUST_LOG", "warn");
-        let (transport, _stderr) = TokioChildProcess::builder(cmd)
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let client = ().serve(transport).await.unwrap();
+        let client = ().serve(spawn_mcp(args)).await.unwrap();
         Mcp { client }
     }
 
@@ -175,6 +222,12 @@ impl Mcp {
             text,
             is_error: result.is_error.unwrap_or(false),
         }
+    }
+
+    /// `mark_publish` of `body` at `url` over version `expected_version`.
+    pub async fn publish(&self, url: &str, body: &str, expected_version: u64) -> Reply {
+        let args = json!({"url": url, "body": body, "expected_version": expected_version});
+        self.call("mark_publish", args).await
     }
 
     /// `mark_fetch` with just a url.
