@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{body, field, kb, signal};
+use support::{body, field, host_args, kb, signal};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
@@ -164,12 +164,6 @@ fn no_result_for(transcript: &[Value], id: u64) {
             "a result for the cancelled request {id}: {message}"
         );
     }
-}
-
-fn host_args(server: &MarkServerProcess, extra: &[&str]) -> Vec<String> {
-    let mut args = vec!["--host".into(), server.url(), "--pin".into(), server.pin()];
-    args.extend(extra.iter().map(|a| a.to_string()));
-    args
 }
 
 fn fetches(server: &MarkServerProcess) -> usize {
