@@ -180,32 +180,6 @@ fn need(lines: &[String]) -> usize {
     lines.iter().take(CARD_LINES).map(|l| l.len() + 1).sum()
 }
 
-/// The texts of the shallowest headings, in order.
-fn top_names(entries: &[OutlineEntry]) -> Vec<&str> {
-    entries
-        .iter()
-        .filter_map(|e| match e {
-            OutlineEntry::Heading { depth: 0, text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-/// What the outline would take with no byte bound: its first lines, or,
-/// when its top level alone overflows the lines, the run of every name.
-fn outline_need(entries: &[OutlineEntry]) -> usize {
-    let tops = top_names(entries);
-    if tops.len() < CARD_LINES {
-        let lines: Vec<String> = entries.iter().map(ToString::to_string).collect();
-        return need(&lines);
-    }
-    let names: usize = tops
-        .iter()
-        .map(|t| t.len().min(LABEL_BYTES) + " · ".len())
-        .sum();
-    NAMES_INTRO.len() + names + names / NAMES_LINE_BYTES + 1
-}
-
 /// The folder holding `path`, with a trailing `/`.
 fn parent_dir(path: &str) -> &str {
     path.rfind('/').map_or("/", |i| &path[..=i])
@@ -532,11 +506,14 @@ fn more_headings(left: usize, all: usize) -> String {
 /// most [`NAMES_LINE_BYTES`], as many as fit in `max_bytes`. A name works as
 /// an anchor (`mark_fetch` re-slugs heading text), which the first line says.
 fn heading_names(entries: &[OutlineEntry], max_bytes: usize) -> String {
-    let names = top_names(entries);
+    let names = entries.iter().filter_map(|e| match e {
+        OutlineEntry::Heading { depth: 0, text, .. } => Some(text.as_str()),
+        _ => None,
+    });
     let mut out = String::from(NAMES_INTRO);
     let mut line = String::new();
     let mut shown = 0;
-    for name in &names {
+    for name in names {
         let name = label(name, LABEL_BYTES);
         if !line.is_empty() && line.len() + name.len() + " · ".len() > NAMES_LINE_BYTES {
             if out.len() + line.len() + 1 > max_bytes {
@@ -615,10 +592,11 @@ async fn card(
         Ok((entries, _)) => sibling_lines(session, dir, path, entries),
         Err(_) => Vec::new(),
     };
-    // The outline has the first claim on spare bytes: it is what the next call picks from.
+    // The outline has the first claim on spare bytes: it is what the next
+    // call picks from. What it needs is what it shows with no byte bound.
     let [outline_bytes, links_bytes, backlinks_bytes, siblings_bytes] = pooled_budgets(
         [
-            outline_need(&outline),
+            outline_text(&outline, usize::MAX).len(),
             need(&links),
             need(&backlinks),
             need(&siblings),
