@@ -307,16 +307,26 @@ impl DocReader {
     }
 }
 
+/// One `mark_lookup` (body match when `body`) and its hits, read from the
+/// agent's context when the answer is `unchanged`.
+async fn lookup(
+    asker: &mut Asker<'_>,
+    query: &str,
+    body: bool,
+) -> Result<Vec<LookupHit>, BenchError> {
+    let mut args = json!({ "query": query, "limit": LOOKUP_LIMIT });
+    if body {
+        args["match"] = json!("body");
+    }
+    let call = asker.call("mark_lookup", args).await?;
+    Ok(reading::lookup_hits(asker.remembered(&call)))
+}
+
 /// Tries the lookup ladder (see [`query_ladder`]) until one matches; the
 /// hits of the first query with matches.
 async fn lookup_ladder(asker: &mut Asker<'_>, body: bool) -> Result<Vec<LookupHit>, BenchError> {
     for query in query_ladder(&asker.question().question) {
-        let mut args = json!({ "query": query, "limit": LOOKUP_LIMIT });
-        if body {
-            args["match"] = json!("body");
-        }
-        let call = asker.call("mark_lookup", args).await?;
-        let hits = reading::lookup_hits(asker.remembered(&call));
+        let hits = lookup(asker, &query, body).await?;
         if !hits.is_empty() || asker.done() {
             return Ok(hits);
         }
@@ -444,6 +454,7 @@ fn offer_words(offer: &CardLink) -> String {
     format!("{} {}", offer.text, offer.url)
 }
 
+/// Whether a question word is a number (a date's parts, a phase's number).
 fn is_number(term: &str) -> bool {
     term.chars().all(|c| c.is_ascii_digit())
 }
@@ -533,9 +544,7 @@ async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
         if asker.done() || reader.fetches >= MAX_SECTION_FETCHES {
             break;
         }
-        let args = json!({ "query": query, "limit": LOOKUP_LIMIT, "match": "body" });
-        let call = asker.call("mark_lookup", args).await?;
-        for hit in reading::lookup_hits(asker.remembered(&call)) {
+        for hit in lookup(asker, &query, true).await? {
             if asker.done() || reader.fetches >= MAX_SECTION_FETCHES {
                 break;
             }
