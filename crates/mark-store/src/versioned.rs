@@ -475,8 +475,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let stem = version_file_name("a.md", 1);
         let pid = std::process::id();
+        let dead_tag = process_tag().wrapping_add(1);
         for seq in 0..64 {
-            let dead_tag = process_tag().wrapping_add(1);
             fs::write(
                 dir.path()
                     .join(format!(".{stem}.{pid}-{dead_tag:016x}.{seq}.tmp")),
