@@ -78,10 +78,12 @@ fn quoted_words(text: &str) -> Vec<&str> {
 }
 
 /// Search queries to try in order when a search matches only documents
-/// holding every word (as LOOKUP does): all topic words; then the naming
-/// words; then the last two topic words (English questions tend to end on
-/// their subject: "… during quiet hours?"); then the longest naming word.
-/// Each differs from every one before.
+/// holding every word (as LOOKUP does): a date the question names, alone
+/// (dated notes are found by their date, and the question's other words —
+/// "changed", "happened" — are rarely in them); all topic words; then the
+/// naming words; then the last two topic words (English questions tend to
+/// end on their subject: "… during quiet hours?"); then the longest naming
+/// word. Each differs from every one before.
 pub fn query_ladder(question: &str) -> Vec<String> {
     let all = terms(question);
     let keys = key_terms(question);
@@ -92,13 +94,30 @@ pub fn query_ladder(question: &str) -> Vec<String> {
         .map(|k| vec![k.clone()])
         .unwrap_or_default();
     let mut ladder: Vec<String> = Vec::new();
-    for words in [all, keys, tail, longest] {
+    for words in [date_terms(question), all, keys, tail, longest] {
         let q = words.join(" ");
         if !q.is_empty() && !ladder.contains(&q) {
             ladder.push(q);
         }
     }
     ladder
+}
+
+/// The terms of the first ISO date (`YYYY-MM-DD`) in `question`, if any.
+fn date_terms(question: &str) -> Vec<String> {
+    let is_date = |w: &str| {
+        let parts: Vec<&str> = w.split('-').collect();
+        parts.len() == 3
+            && [4, 2, 2]
+                .iter()
+                .zip(&parts)
+                .all(|(n, p)| p.len() == *n && p.chars().all(|c| c.is_ascii_digit()))
+    };
+    question
+        .split(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .find(|w| is_date(w))
+        .map(terms)
+        .unwrap_or_default()
 }
 
 /// How many of the question's terms occur among the words of `text`.
@@ -182,6 +201,18 @@ mod tests {
                 "decided non flood pages wait during quiet hours",
                 "quiet hours"
             ]
+        );
+    }
+
+    #[test]
+    fn a_named_date_is_searched_alone_first() {
+        assert_eq!(
+            query_ladder("What changed on 2026-03-14?"),
+            ["2026 03 14", "changed 2026 03 14", "03 14", "2026"]
+        );
+        assert_eq!(
+            date_terms("Phase 8 since 2026-9-15 or 12-03-2026"),
+            Vec::<String>::new()
         );
     }
 
