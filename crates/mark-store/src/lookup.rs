@@ -14,7 +14,12 @@
 //! against the statistics of their own kind among the candidates (scope and
 //! filters applied). The score is scaled by `0.7 + 0.3 × importance`
 //! (frontmatter `importance` in 0..=1, else 0.5); ties break by path, then
-//! anchor. Deterministic: no clock, no randomness, sorted iteration.
+//! anchor. A section that holds a term itself (in its text or its own
+//! heading) ranks above every section matched only through the headings
+//! above it or the document's title and tags: otherwise a document's title
+//! word matches each of its sections, and the emptiest ones (a `Notes`
+//! heading over dated subsections) would outrank the sections that say
+//! something. Deterministic: no clock, no randomness, sorted iteration.
 //!
 //! The index is kept between requests and refreshed lazily: each LOOKUP
 //! walks the scope (one directory read per folder, one `stat` per flat
@@ -203,6 +208,9 @@ struct Section {
     anchor: Option<String>,
     /// Its own heading text; `None` for the preamble.
     heading: Option<String>,
+    /// Words of its own heading.
+    own_heading: HashMap<String, u32>,
+    /// Words of its own heading and of every heading above it.
     trail: HashMap<String, u32>,
     text: HashMap<String, u32>,
     len: u32,
@@ -273,6 +281,7 @@ fn analyze(
         sections.push(Section {
             anchor: None,
             heading: None,
+            own_heading: HashMap::new(),
             trail: HashMap::new(),
             text: preamble_counts,
             len: preamble_len,
@@ -285,8 +294,10 @@ fn analyze(
             .get(i + 1)
             .map_or(doc.body_range().end, |next| next.line.start);
         let range = h.line.end.min(own_end)..own_end;
-        let mut trail = HashMap::new();
-        let mut trail_len = count_words(&h.text, &mut trail);
+        let mut own_heading = HashMap::new();
+        count_words(&h.text, &mut own_heading);
+        let mut trail = own_heading.clone();
+        let mut trail_len = own_heading.values().sum::<u32>();
         let mut parent = h.parent;
         while let Some(p) = parent.and_then(|p| headings_list.get(p)) {
             trail_len += count_words(&p.text, &mut trail);
@@ -298,6 +309,7 @@ fn analyze(
         sections.push(Section {
             anchor: h.anchor.clone(),
             heading: Some(h.text.clone()),
+            own_heading,
             trail,
             text,
             len: text_len + trail_len,
@@ -422,6 +434,13 @@ fn section_matches(doc: &IndexedDoc, s: &Section, terms: &[String]) -> bool {
         && terms.iter().any(|t| has(&s.trail, t) || has(&s.text, t))
 }
 
+/// Whether `s` holds one of `terms` itself: in its text or its own heading.
+fn holds_itself(s: &Section, terms: &[String]) -> bool {
+    terms
+        .iter()
+        .any(|t| has(&s.text, t) || has(&s.own_heading, t))
+}
+
 fn section_tf(doc: &IndexedDoc, s: &Section, t: &str) -> f64 {
     tf(&s.text, t) + W_HEADING * tf(&s.trail, t) + W_META * tf(&doc.meta, t)
 }
@@ -539,9 +558,10 @@ impl Catalog {
             .filter_map(|p| self.docs.get(p).map(|d| (p, d)))
             .filter(|(p, d)| !d.stamp.archived && passes(d, &query.filters) && readable(p))
             .collect();
-        // Rows carry the text their snippet comes from; snippets are cut only
+        // Rows carry whether they hold a term themselves (see the module
+        // doc) and the text their snippet comes from; snippets are cut only
         // for the rows that survive the limit.
-        let mut scored: Vec<(f64, LookupRow, Option<&str>)> = Vec::new();
+        let mut scored: Vec<(bool, f64, LookupRow, Option<&str>)> = Vec::new();
         let factor = |d: &IndexedDoc| 0.7 + 0.3 * d.importance;
         let words: &[String] = match &query.terms {
             Terms::All => &[],
@@ -559,6 +579,7 @@ impl Catalog {
                     stats.score(words, doc.len, stats.avg_doc_len, |t| doc_tf(doc, t))
                 };
                 scored.push((
+                    true,
                     score * factor(doc),
                     LookupRow::document(
                         path.encoded(),
@@ -590,11 +611,13 @@ impl Catalog {
                 row.anchor = s.anchor.clone();
                 let source = (query.mode == MatchMode::Body)
                     .then(|| doc.body.get(s.range.clone()).unwrap_or(""));
-                scored.push((score * factor(doc), row, source));
+                let itself = all || holds_itself(s, words);
+                scored.push((itself, score * factor(doc), row, source));
             }
         }
-        scored.sort_by(|(sa, a, _), (sb, b, _)| {
-            sb.total_cmp(sa)
+        scored.sort_by(|(ia, sa, a, _), (ib, sb, b, _)| {
+            ib.cmp(ia)
+                .then_with(|| sb.total_cmp(sa))
                 .then_with(|| a.path.cmp(&b.path))
                 .then_with(|| a.anchor.cmp(&b.anchor))
         });
@@ -602,7 +625,7 @@ impl Catalog {
         Ok(LookupResult {
             rows: scored
                 .into_iter()
-                .map(|(_, mut row, source)| {
+                .map(|(_, _, mut row, source)| {
                     row.snippet = source.map(|text| snippet(text, &query.terms));
                     row
                 })

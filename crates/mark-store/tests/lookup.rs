@@ -263,6 +263,33 @@ fn ranking_is_deterministic_and_weighs_headings_up() {
 }
 
 #[test]
+fn sections_that_hold_a_term_rank_above_those_matched_through_their_headings() {
+    let s = Store::new();
+    // Every section of the roadmap matches "otter" through its title; the
+    // empty containers (Phase 1, Notes) are the shortest, so BM25 alone
+    // would put them first.
+    ok(&s.publish(
+        "/roadmap.md",
+        "# Otter roadmap\n\n## Phase 1\n\n### Notes\n\n#### 2025-01-01\n\nNets mended.\n",
+    ));
+    ok(&s.publish(
+        "/hub.md",
+        "# Hub\n\nThe otter survey counts every otter on the coast, twice a year.\n",
+    ));
+    let found = targets(&lookup(&s, "/", &[("query", "otter"), ("match", "body")]));
+    assert_eq!(
+        found[..2],
+        ["/roadmap.md#otter-roadmap", "/hub.md#hub"],
+        "the roadmap's own heading and the hub's text first: {found:?}"
+    );
+    assert_eq!(
+        found.len(),
+        5,
+        "context-only sections still match: {found:?}"
+    );
+}
+
+#[test]
 fn importance_scales_the_score() {
     let s = Store::new();
     let doc = |imp: &str| {
