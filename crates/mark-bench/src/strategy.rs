@@ -474,7 +474,8 @@ pub const MAX_OFFER_FETCHES: usize = 2;
 /// relevant is the wrong place, and a search finds more for a call. Then
 /// fetch the offers, good ones first, at most
 /// [`MAX_OFFER_FETCHES`]; a target that comes back as an outline is
-/// narrowed to its best heading. When that did not answer: body lookups
+/// narrowed to its best heading, and a link's `#anchor` that did not answer
+/// is followed by its whole document (an outline, when large). When that did not answer: body lookups
 /// down the query ladder, reading each one's hits' sections, until the
 /// facts appear or [`MAX_SECTION_FETCHES`] sections were read.
 async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
@@ -534,6 +535,16 @@ async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
             break;
         }
         reader.read(asker, &offer.url).await?;
+        // A link's anchor is where its author pointed, not always where the
+        // answer is: when that section missed, read its document (whole
+        // when small, else narrowed from its outline).
+        if let Some((doc, _)) = offer.url.split_once('#')
+            && doc != hub
+            && !asker.done()
+            && reader.fetches < MAX_OFFER_FETCHES
+        {
+            reader.read(asker, doc).await?;
+        }
     }
     if asker.done() {
         return Ok(());
