@@ -5,7 +5,7 @@ use crate::dedup::{Decision, Identity, Slice};
 use crate::envelope::{ToolText, size_line};
 use crate::paging::{Cursor, cursor_argument, page_ranges};
 use crate::session::{CachedDoc, Loaded, Session, short};
-use markdown_slice::{Heading, OutlineOptions, SectionHashes, diff_sections};
+use markdown_slice::{Document, Heading, OutlineOptions, SectionHashes, diff_sections};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -54,6 +54,32 @@ const SECTION_OUTLINE: OutlineOptions = OutlineOptions {
     max_lines: 120,
     max_bytes: 6 * 1024,
 };
+
+/// How a section is named in a result: `#anchor`, and when its heading's
+/// text repeats in the document (every roadmap phase has a `Status`), the
+/// headings above it up to the title, so the agent knows which one it got:
+/// `#status-7 (in Phase 8 — Backpressure and replay)`.
+fn section_label<S: AsRef<str>>(doc: &Document<S>, h: &Heading) -> String {
+    let label = format!("#{}", h.anchor.as_deref().unwrap_or_default());
+    let headings = doc.headings();
+    if headings.iter().filter(|o| o.text == h.text).count() < 2 {
+        return label;
+    }
+    let mut above = Vec::new();
+    let mut parent = h.parent.and_then(|i| headings.get(i));
+    while let Some(p) = parent {
+        if p.parent.is_none() && doc.title() == Some(p.text.as_str()) {
+            break;
+        }
+        above.push(p.text.as_str());
+        parent = p.parent.and_then(|i| headings.get(i));
+    }
+    if above.is_empty() {
+        return label;
+    }
+    above.reverse();
+    format!("{label} (in {})", above.join(" › "))
+}
 
 /// Fetches `params.url` for the session at time `now`.
 pub async fn fetch(session: &Session, params: FetchParams, now: Instant) -> ToolText {
@@ -206,7 +232,7 @@ impl View<'_> {
         let mut parts = Vec::with_capacity(headings.len());
         for h in headings {
             let text = doc.section_text(h);
-            let label = format!("#{}", h.anchor.as_deref().unwrap_or_default());
+            let label = section_label(doc, h);
             let part = if self.comes_whole(text.len(), cursor) {
                 let slice = Slice::Section(h.anchor.clone().unwrap_or_default());
                 self.deliver(slice, label, text, h.section.start, cursor, budget)
@@ -233,11 +259,7 @@ impl View<'_> {
         };
         let (what, text, label) = match heading {
             None => ("document", doc.source(), String::new()),
-            Some(h) => (
-                "section",
-                doc.section_text(h),
-                format!("#{}", h.anchor.as_deref().unwrap_or_default()),
-            ),
+            Some(h) => ("section", doc.section_text(h), section_label(doc, h)),
         };
         let mut out = match heading {
             None => doc.outline(&opts).to_string(),
@@ -491,7 +513,6 @@ pub(crate) fn change_note(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use markdown_slice::Document;
 
     fn id(v: &str) -> Identity {
         Identity {
@@ -518,6 +539,30 @@ mod tests {
         assert!(!note.contains("#b"));
         let same = change_note(&id("3"), &id("4"), &old, &old);
         assert_eq!(same, "changed since your last read (v3 -> v4)");
+    }
+
+    #[test]
+    fn a_repeated_heading_is_named_with_the_headings_above_it() {
+        let doc = Document::parse(
+            "# Roadmap\n\n## Phase 1\n\n### Status\n\nDone.\n\n## Phase 2\n\n### Status\n\nOpen.\n\n### Notes\n\n#### Status\n",
+        );
+        let label = |anchor: &str| section_label(&doc, doc.find_anchor(anchor).unwrap());
+        assert_eq!(
+            label("phase-2"),
+            "#phase-2",
+            "a unique heading: the anchor alone"
+        );
+        assert_eq!(label("notes"), "#notes");
+        assert_eq!(
+            label("status"),
+            "#status (in Phase 1)",
+            "the title is left out"
+        );
+        assert_eq!(label("status-1"), "#status-1 (in Phase 2)");
+        assert_eq!(label("status-2"), "#status-2 (in Phase 2 › Notes)");
+        let untitled = Document::parse("## A\n\n### X\n\n## B\n\n### X\n");
+        let x = untitled.find_anchor("x-1").unwrap();
+        assert_eq!(section_label(&untitled, x), "#x-1 (in B)");
     }
 
     #[test]
