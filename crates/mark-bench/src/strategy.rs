@@ -96,7 +96,7 @@ pub struct QuestionOutcome {
     pub tool_errors: usize,
     /// Facts never seen (empty when answered).
     pub missing: Vec<String>,
-    /// `tool target` of each call, in order.
+    /// `tool target → status (mode), N tok` of each call, in order.
     pub trace: Vec<String>,
 }
 
@@ -208,6 +208,7 @@ fn trace_line(call: &ToolCall) -> String {
             line.push_str(&format!(" ({mode})"));
         }
     }
+    line.push_str(&format!(", {} tok", call.tokens));
     line
 }
 
