@@ -8,6 +8,7 @@ use crate::session::{CachedDoc, Loaded, Session, short};
 use markdown_slice::{Document, Heading, OutlineOptions, SectionHashes, diff_sections};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -55,16 +56,31 @@ const SECTION_OUTLINE: OutlineOptions = OutlineOptions {
     max_bytes: 6 * 1024,
 };
 
+/// Heading texts that occur more than once in `doc` (every roadmap phase
+/// has a `Status`): counted once per call, not once per section asked for.
+fn repeated_texts<S: AsRef<str>>(doc: &Document<S>) -> HashSet<&str> {
+    let mut seen = HashSet::new();
+    doc.headings()
+        .iter()
+        .map(|h| h.text.as_str())
+        .filter(|t| !seen.insert(*t))
+        .collect()
+}
+
 /// How a section is named in a result: `#anchor`, and when its heading's
-/// text repeats in the document (every roadmap phase has a `Status`), the
-/// headings above it up to the title, so the agent knows which one it got:
+/// text is one of `repeated` (see [`repeated_texts`]), the headings above it
+/// up to the title, so the agent knows which one it got:
 /// `#status-7 (in Phase 8 — Backpressure and replay)`.
-fn section_label<S: AsRef<str>>(doc: &Document<S>, h: &Heading) -> String {
+fn section_label<S: AsRef<str>>(
+    doc: &Document<S>,
+    h: &Heading,
+    repeated: &HashSet<&str>,
+) -> String {
     let label = format!("#{}", h.anchor.as_deref().unwrap_or_default());
-    let headings = doc.headings();
-    if headings.iter().filter(|o| o.text == h.text).count() < 2 {
+    if !repeated.contains(h.text.as_str()) {
         return label;
     }
+    let headings = doc.headings();
     let mut above = Vec::new();
     let mut parent = h.parent.and_then(|i| headings.get(i));
     while let Some(p) = parent {
@@ -230,9 +246,10 @@ impl View<'_> {
         }
         let mut budget = self.session.settings().page_bytes;
         let mut parts = Vec::with_capacity(headings.len());
+        let repeated = repeated_texts(doc);
         for h in headings {
             let text = doc.section_text(h);
-            let label = section_label(doc, h);
+            let label = section_label(doc, h, &repeated);
             let part = if self.comes_whole(text.len(), cursor) {
                 let slice = Slice::Section(h.anchor.clone().unwrap_or_default());
                 self.deliver(slice, label, text, h.section.start, cursor, budget)
@@ -259,7 +276,11 @@ impl View<'_> {
         };
         let (what, text, label) = match heading {
             None => ("document", doc.source(), String::new()),
-            Some(h) => ("section", doc.section_text(h), section_label(doc, h)),
+            Some(h) => (
+                "section",
+                doc.section_text(h),
+                section_label(doc, h, &repeated_texts(doc)),
+            ),
         };
         let mut out = match heading {
             None => doc.outline(&opts).to_string(),
@@ -546,7 +567,8 @@ mod tests {
         let doc = Document::parse(
             "# Roadmap\n\n## Phase 1\n\n### Status\n\nDone.\n\n## Phase 2\n\n### Status\n\nOpen.\n\n### Notes\n\n#### Status\n",
         );
-        let label = |anchor: &str| section_label(&doc, doc.find_anchor(anchor).unwrap());
+        let repeated = repeated_texts(&doc);
+        let label = |anchor: &str| section_label(&doc, doc.find_anchor(anchor).unwrap(), &repeated);
         assert_eq!(
             label("phase-2"),
             "#phase-2",
@@ -562,7 +584,10 @@ mod tests {
         assert_eq!(label("status-2"), "#status-2 (in Phase 2 › Notes)");
         let untitled = Document::parse("## A\n\n### X\n\n## B\n\n### X\n");
         let x = untitled.find_anchor("x-1").unwrap();
-        assert_eq!(section_label(&untitled, x), "#x-1 (in B)");
+        assert_eq!(
+            section_label(&untitled, x, &repeated_texts(&untitled)),
+            "#x-1 (in B)"
+        );
     }
 
     #[test]
