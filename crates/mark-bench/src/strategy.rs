@@ -476,9 +476,10 @@ pub const MAX_OFFER_FETCHES: usize = 2;
 /// fetch the offers, good ones first, at most
 /// [`MAX_OFFER_FETCHES`]; a target that comes back as an outline is
 /// narrowed to its best heading, and a link's `#anchor` that did not answer
-/// is followed by its whole document (an outline, when large). When that did not answer: body lookups
-/// down the query ladder, reading each one's hits' sections, until the
-/// facts appear or [`MAX_SECTION_FETCHES`] sections were read.
+/// is followed by its whole document (an outline, when large). When that
+/// did not answer: body lookups down the query ladder, reading each one's
+/// hits' sections, until the facts appear or [`MAX_SECTION_FETCHES`]
+/// sections were read.
 async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
     let hub = asker.question().hub.clone();
     let call = asker.call("mark_explore", json!({ "url": hub })).await?;
