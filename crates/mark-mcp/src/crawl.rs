@@ -196,6 +196,11 @@ pub fn wire_path(path: &str) -> String {
         .join("/")
 }
 
+/// The folder holding `path`, with a trailing `/` (`/a/b.md` → `/a/`).
+pub fn parent_dir(path: &str) -> &str {
+    path.rfind('/').map_or("/", |i| &path[..=i])
+}
+
 /// Whether `path` names a current markdown document (not `/doc.md/v2`, not a folder).
 fn is_document_path(path: &str) -> bool {
     path.rsplit('/')
@@ -713,5 +718,12 @@ mod tests {
         for not in ["/a/b.md/v2", "/dir/", "/.md", "/sha256-00", "/a.txt"] {
             assert!(!is_document_path(not), "{not}");
         }
+    }
+
+    #[test]
+    fn a_path_s_folder_keeps_its_trailing_slash() {
+        assert_eq!(parent_dir("/a/b.md"), "/a/");
+        assert_eq!(parent_dir("/b.md"), "/");
+        assert_eq!(parent_dir("/a/"), "/a/");
     }
 }

@@ -17,14 +17,15 @@
 //! `unchanged` in one line (`force` re-sends it), like `mark_fetch`.
 
 use crate::crawl::{
-    CrawlProgress, CrawlState, CrawlWatcher, SessionGraph, Unwatched, Waited, graph_key, wire_path,
+    CrawlProgress, CrawlState, CrawlWatcher, SessionGraph, Unwatched, Waited, graph_key,
+    parent_dir, wire_path,
 };
 use crate::dedup::{Decision, Slice};
 use crate::envelope::{ToolText, size_line};
 use crate::fetch::change_note;
 use crate::list::entry_path;
 use crate::paging::cursor_argument;
-use crate::session::{CachedDoc, Loaded, Session};
+use crate::session::{CachedDoc, FolderListing, Loaded, Session};
 use futures::future::BoxFuture;
 use link_graph::{Backlink, Coverage};
 use mark_proto::list::ListEntry;
@@ -180,11 +181,6 @@ fn need(lines: &[String]) -> usize {
     lines.iter().take(CARD_LINES).map(|l| l.len() + 1).sum()
 }
 
-/// The folder holding `path`, with a trailing `/`.
-fn parent_dir(path: &str) -> &str {
-    path.rfind('/').map_or("/", |i| &path[..=i])
-}
-
 /// Cuts `text` to one line of at most `max` bytes, marking a cut with `…`.
 fn label(text: &str, max: usize) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -235,9 +231,14 @@ fn fit(lines: &[String], part: Part, offset: usize, max_lines: usize, max_bytes:
 }
 
 /// A listing of the parent folder, or why there is none.
-type Listing = Result<(Vec<ListEntry>, bool), String>;
+type Listing = Result<Arc<FolderListing>, String>;
 
-async fn list_parent(session: &Session, dir: &str) -> Listing {
+/// The listing of `dir`: the session's, when listed within the freshness
+/// window (a burst of cards in one folder costs one LIST), else one LIST.
+async fn list_parent(session: &Session, dir: &str, now: Instant) -> Listing {
+    if let Some(listing) = session.fresh_listing(dir, now) {
+        return Ok(listing);
+    }
     let req = Request::new(Verb::List, dir).with_meta("page-size", LIST_PAGE.to_string());
     let resp = session.send(req).await.map_err(|t| t.text)?;
     if resp.status != Status::Ok {
@@ -256,7 +257,7 @@ async fn list_parent(session: &Session, dir: &str) -> Listing {
     let entries = mark_proto::list::parse(&resp.body)
         .map_err(|e| format!("the listing of {dir} is malformed ({e})"))?;
     let complete = resp.meta("complete") != Some("false");
-    Ok((entries, complete))
+    Ok(session.keep_listing(dir, FolderListing { entries, complete }, now))
 }
 
 /// The graph as a card sees it: the backlinks, the coverage, and the crawl's state.
@@ -411,8 +412,8 @@ fn sibling_lines(session: &Session, dir: &str, path: &str, entries: &[ListEntry]
 
 fn siblings_heading(dir: &str, listing: &Listing, count: usize) -> String {
     match listing {
-        Ok((_, true)) => format!("## Siblings in {} ({count})", wire_path(dir)),
-        Ok((_, false)) => format!(
+        Ok(l) if l.complete => format!("## Siblings in {} ({count})", wire_path(dir)),
+        Ok(_) => format!(
             "## Siblings in {} ({count}+, listing paged)",
             wire_path(dir)
         ),
@@ -574,7 +575,7 @@ async fn card(
     let (request_path, request_dir) = (wire_path(path), wire_path(dir));
     let (loaded, listing, view) = tokio::join!(
         session.load(&request_path, now),
-        list_parent(session, &request_dir),
+        list_parent(session, &request_dir, now),
         graph_view(session, path, watcher),
     );
     let cached = match loaded {
@@ -589,7 +590,7 @@ async fn card(
     let links = link_lines(path, &cached);
     let (backlinks_heading, backlinks) = backlink_lines(&view);
     let siblings = match &listing {
-        Ok((entries, _)) => sibling_lines(session, dir, path, entries),
+        Ok(l) => sibling_lines(session, dir, path, &l.entries),
         Err(_) => Vec::new(),
     };
     // The outline has the first claim on spare bytes: it is what the next
@@ -726,9 +727,9 @@ async fn page(
         }
         Part::Siblings => {
             let dir = parent_dir(path);
-            let listing = list_parent(session, &wire_path(dir)).await;
+            let listing = list_parent(session, &wire_path(dir), now).await;
             let lines = match &listing {
-                Ok((entries, _)) => sibling_lines(session, dir, path, entries),
+                Ok(l) => sibling_lines(session, dir, path, &l.entries),
                 Err(e) => return ToolText::error(format!("{e}; try again later")),
             };
             let heading = siblings_heading(dir, &listing, lines.len());
@@ -878,7 +879,5 @@ mod tests {
         assert_eq!(label("a\n b", 10), "a b");
         let cut = label(&"é".repeat(40), 11);
         assert!(cut.len() <= 11 && cut.ends_with('…'), "{cut}");
-        assert_eq!(parent_dir("/a/b.md"), "/a/");
-        assert_eq!(parent_dir("/b.md"), "/");
     }
 }

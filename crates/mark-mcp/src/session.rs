@@ -1,13 +1,14 @@
-//! One agent session: the source, the settings, the document cache and the
-//! delivery log. Every capability takes a `&Session`; with stdio there is
+//! One agent session: the source, the settings, the document cache, the
+//! folder listings a card shows, and the delivery log. Every capability takes a `&Session`; with stdio there is
 //! one session per process.
 
 use crate::cache::SessionCache;
-use crate::crawl::SessionGraph;
+use crate::crawl::{SessionGraph, parent_dir};
 use crate::dedup::{DeliveryLog, Identity};
 use crate::envelope::ToolText;
 use crate::settings::Settings;
 use crate::source::Source;
+use mark_proto::list::ListEntry;
 use mark_proto::{MarkUrl, Request, Response, Status, Verb};
 use markdown_slice::{Document, Heading, Link, SectionHashes};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -59,6 +60,28 @@ impl CachedDoc {
     }
 }
 
+/// A folder's entries as one LIST answered them.
+#[derive(Debug)]
+pub struct FolderListing {
+    /// The entries, in the server's order.
+    pub entries: Vec<ListEntry>,
+    /// `false` when the server had more than one page.
+    pub complete: bool,
+}
+
+impl FolderListing {
+    /// Bytes this listing keeps in memory (its names and the entries).
+    fn weight(&self) -> usize {
+        self.entries
+            .iter()
+            .map(|e| e.name.len() + std::mem::size_of::<ListEntry>())
+            .sum()
+    }
+}
+
+/// Memory for cached folder listings (a thousand-entry folder is ~60 KB).
+const LISTING_CACHE_BYTES: usize = 1 << 20;
+
 /// A `url` argument resolved against the session's source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
@@ -83,6 +106,9 @@ pub struct Session {
     source: Arc<dyn Source>,
     settings: Settings,
     cache: Mutex<SessionCache<CachedDoc>>,
+    /// Listings by folder path. LIST has no etag to revalidate with, so a
+    /// listing is served only within the freshness window, then asked again.
+    listings: Mutex<SessionCache<FolderListing>>,
     log: Mutex<DeliveryLog<Arc<SectionHashes>>>,
     graph: SessionGraph,
 }
@@ -107,6 +133,7 @@ impl Session {
     pub fn new(source: Arc<dyn Source>, settings: Settings) -> Session {
         Session {
             cache: Mutex::new(SessionCache::new(settings.cache_bytes)),
+            listings: Mutex::new(SessionCache::new(LISTING_CACHE_BYTES)),
             log: Mutex::new(DeliveryLog::new(settings.dedup_ttl)),
             graph: SessionGraph::new(Arc::clone(&source), settings.crawl),
             source,
@@ -292,9 +319,29 @@ impl Session {
         Loaded::Doc(lock(&self.cache).insert(path, cached, weight, now))
     }
 
-    /// Forgets a cached document (after a write through this session).
+    /// `dir`'s listing if it was listed within the freshness window.
+    pub fn fresh_listing(&self, dir: &str, now: Instant) -> Option<Arc<FolderListing>> {
+        lock(&self.listings)
+            .get(dir, now, self.settings.fresh_for)
+            .and_then(|(listing, fresh)| fresh.then_some(listing))
+    }
+
+    /// Keeps `dir`'s listing, just answered, for [`Session::fresh_listing`].
+    pub fn keep_listing(
+        &self,
+        dir: &str,
+        listing: FolderListing,
+        now: Instant,
+    ) -> Arc<FolderListing> {
+        let weight = listing.weight();
+        lock(&self.listings).insert(dir, listing, weight, now)
+    }
+
+    /// Forgets a cached document and its folder's listing (after a write
+    /// through this session: the folder may have a new entry).
     pub fn forget(&self, path: &str) {
         lock(&self.cache).remove(path);
+        lock(&self.listings).remove(parent_dir(path));
     }
 }
 

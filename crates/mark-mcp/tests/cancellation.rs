@@ -402,9 +402,10 @@ async fn a_cancelled_card_on_a_stalled_server_is_not_recorded_as_sent() {
         .call_ok(1, "mark_explore", json!({"url": "/small.md"}))
         .await;
     assert!(text.contains("graph complete"), "{text}");
-    let lists = server.count_requests("LIST", "/");
+    let fetches = server.count_requests("FETCH", "/large.md");
 
-    // The server freezes; the card for /large.md waits on its folder's LIST.
+    // The server freezes; the card for /large.md waits on the document's
+    // FETCH (its folder's listing is the session's, within --fresh-for).
     signal(&server, "STOP");
     mcp.call_tool(2, "mark_explore", json!({"url": "/large.md"}))
         .await;
@@ -412,17 +413,19 @@ async fn a_cancelled_card_on_a_stalled_server_is_not_recorded_as_sent() {
     mcp.cancel(2).await;
 
     // Thawed, the server answers what it had received; a call that lived on
-    // would now finish and record the card as sent.
+    // would now finish, cache the document and record the card as sent.
     signal(&server, "CONT");
-    let stalled = server.wait_for_requests("LIST", "/", lists + 1, Duration::from_secs(5));
+    let stalled =
+        server.wait_for_requests("FETCH", "/large.md", fetches + 1, Duration::from_secs(5));
     tokio::time::sleep(Duration::from_millis(500)).await;
     let text = mcp
         .call_ok(3, "mark_explore", json!({"url": "/large.md"}))
         .await;
     assert_eq!(field(&text, "status"), Some("ok"), "sent again: {text}");
     assert!(text.contains("## Outline"), "{text}");
+    // Not from the cache: the cancelled call left nothing there.
     assert_eq!(
-        server.wait_for_requests("LIST", "/", stalled + 1, ANSWER_LIMIT),
+        server.wait_for_requests("FETCH", "/large.md", stalled + 1, ANSWER_LIMIT),
         stalled + 1
     );
     let transcript = mcp.finish().await;

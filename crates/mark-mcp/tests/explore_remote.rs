@@ -248,3 +248,44 @@ async fn a_changed_document_has_its_links_replaced() {
     );
     mcp.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cards_in_one_folder_list_it_once_within_the_freshness_window() {
+    let server = PublishingServer::start(&fixture());
+    let mcp = Mcp::start(&server.writer_args(&["--fresh-for", "1h"])).await;
+    let log_of = &server.server;
+    let hub = mcp.call("mark_explore", json!({"url": "/hub.md"})).await;
+    assert!(hub.text.contains("## Siblings in / (5)"), "{}", hub.text);
+    let about = mcp.call("mark_explore", json!({"url": "/about.md"})).await;
+    assert_eq!(about.status(), "ok", "{}", about.text);
+    let siblings = mcp
+        .call(
+            "mark_explore",
+            json!({"url": "/hub.md", "cursor": "siblings.0"}),
+        )
+        .await;
+    assert_eq!(
+        siblings.field("section"),
+        Some("siblings"),
+        "{}",
+        siblings.text
+    );
+    sync(&mcp, log_of, 1).await;
+    // The crawl lists `/` once and the first card once; the next card in
+    // the folder and the siblings page use that listing.
+    assert_eq!(log_of.count_requests("LIST", "/"), 2);
+
+    // A write through the session lists the folder again: the new
+    // document is a sibling at once.
+    mcp.publish("/new.md", "# New\n\nA new page.\n", 0)
+        .await
+        .assert_created("1");
+    let hub = mcp
+        .call("mark_explore", json!({"url": "/hub.md", "force": true}))
+        .await;
+    assert!(hub.text.contains("## Siblings in / (6)"), "{}", hub.text);
+    assert!(hub.text.contains("- new.md"), "{}", hub.text);
+    sync(&mcp, log_of, 2).await;
+    assert_eq!(log_of.count_requests("LIST", "/"), 3);
+    mcp.stop().await;
+}
