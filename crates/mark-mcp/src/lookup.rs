@@ -4,6 +4,7 @@
 
 use crate::envelope::{ToolText, bounded_lines};
 use crate::session::Session;
+use mark_proto::lookup::query_words;
 use mark_proto::{Request, Verb};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
@@ -116,8 +117,24 @@ async fn search(session: &Session, params: LookupParams) -> Result<ToolText, Too
             "\nFetch a hit's section with url \"/path#anchor\" rather than the whole document.",
         );
     }
+    // LOOKUP leaves out words under 2 characters: say so, or `phase 5`
+    // would look like a search for the fifth phase.
+    let too_short = if query == "*" {
+        Vec::new()
+    } else {
+        query_words(query).too_short
+    };
     Ok(ToolText::new("ok")
         .with("matches", matches)
         .with_opt("match", resp.meta("match"))
-        .with_text(text))
+        .with_text(text)
+        .with_opt(
+            "note",
+            (!too_short.is_empty()).then(|| {
+                format!(
+                    "not searched (words under 2 characters): {}",
+                    too_short.join(" ")
+                )
+            }),
+        ))
 }

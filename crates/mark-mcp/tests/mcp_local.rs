@@ -276,6 +276,21 @@ async fn lookup_list_versions_and_refused_writes() {
         .await;
     assert_eq!(r.field("match"), Some("body"), "{}", r.text);
     assert!(r.body().contains("/notes/crew.md#"), "{}", r.text);
+    assert_eq!(r.field("note"), None);
+    // LOOKUP leaves out one-character words; the result says which.
+    let r = mcp
+        .call(
+            "mark_lookup",
+            json!({"query": "dredger 2 b", "match": "body"}),
+        )
+        .await;
+    assert_eq!(r.status(), "ok", "{}", r.text);
+    assert_eq!(
+        r.field("note"),
+        Some("not searched (words under 2 characters): 2 b"),
+        "{}",
+        r.text
+    );
     let r = mcp.call("mark_lookup", json!({"query": " "})).await;
     assert!(r.is_error);
 

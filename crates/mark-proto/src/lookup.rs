@@ -31,6 +31,57 @@ use crate::markdown::{
 const WHAT: &str = "LOOKUP";
 const CATALOG_COLUMNS: [&str; 4] = ["Path", "Importance", "Title", "Tags"];
 
+/// How LOOKUP splits text into words: runs of letters, digits and `_`
+/// (Unicode letters included), with their byte offsets, as written.
+pub fn word_spans(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut rest = text.char_indices().peekable();
+    std::iter::from_fn(move || {
+        while let Some(&(_, c)) = rest.peek() {
+            if c.is_alphanumeric() || c == '_' {
+                break;
+            }
+            rest.next();
+        }
+        let (start, _) = *rest.peek()?;
+        let mut end = start;
+        while let Some(&(i, c)) = rest.peek() {
+            if !(c.is_alphanumeric() || c == '_') {
+                break;
+            }
+            end = i + c.len_utf8();
+            rest.next();
+        }
+        Some((start, &text[start..end]))
+    })
+}
+
+/// A query's words as LOOKUP matches them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct QueryWords {
+    /// Lower-cased, deduplicated, each at least 2 characters, in order.
+    pub searched: Vec<String>,
+    /// The words left out for being shorter, as written (`5` in `phase 5`).
+    pub too_short: Vec<String>,
+}
+
+/// The words of a LOOKUP `query` (not `*`): see [`QueryWords`].
+pub fn query_words(query: &str) -> QueryWords {
+    let mut words = QueryWords::default();
+    for (_, w) in word_spans(query) {
+        if w.chars().count() < 2 {
+            if !words.too_short.iter().any(|s| s == w) {
+                words.too_short.push(w.to_string());
+            }
+            continue;
+        }
+        let w = w.to_lowercase();
+        if !words.searched.contains(&w) {
+            words.searched.push(w);
+        }
+    }
+    words
+}
+
 /// What a LOOKUP matched against (request metadata `match`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MatchMode {
@@ -276,6 +327,32 @@ fn is_separator(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_are_unicode_runs_with_offsets() {
+        let w: Vec<(usize, &str)> = word_spans("Ünïcode, snake_case & C++ 1.3").collect();
+        assert_eq!(
+            w,
+            [
+                (0, "Ünïcode"),
+                (11, "snake_case"),
+                (24, "C"),
+                (28, "1"),
+                (30, "3")
+            ]
+        );
+    }
+
+    #[test]
+    fn query_words_keep_two_characters_and_name_what_they_leave_out() {
+        let q = query_words("Phase 5 of the phase-5 API, é 2026-03-14");
+        assert_eq!(
+            q.searched,
+            ["phase", "of", "the", "api", "2026", "03", "14"]
+        );
+        assert_eq!(q.too_short, ["5", "é"]);
+        assert_eq!(query_words("a b").searched, Vec::<String>::new());
+    }
 
     const CATALOG_HEAD: &str =
         "| Path | Importance | Title | Tags |\n|------|------------|-------|------|\n";

@@ -29,7 +29,7 @@
 use crate::clock::parse_time_or_date;
 use crate::paths::SafePath;
 use crate::store::{Stamp, Store};
-use mark_proto::lookup::{LookupRow, LookupTable};
+use mark_proto::lookup::{LookupRow, LookupTable, query_words, word_spans};
 use mark_proto::{Metadata, Response, Status};
 use markdown_slice::Document;
 use std::collections::{BTreeMap, HashMap};
@@ -87,30 +87,6 @@ pub struct LookupQuery {
     pub mode: MatchMode,
 }
 
-/// Splits text into lower-cased words: runs of letters, digits and `_`,
-/// with their byte offsets.
-fn word_spans(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    let mut rest = text.char_indices().peekable();
-    std::iter::from_fn(move || {
-        while let Some(&(_, c)) = rest.peek() {
-            if c.is_alphanumeric() || c == '_' {
-                break;
-            }
-            rest.next();
-        }
-        let (start, _) = *rest.peek()?;
-        let mut end = start;
-        while let Some(&(i, c)) = rest.peek() {
-            if !(c.is_alphanumeric() || c == '_') {
-                break;
-            }
-            end = i + c.len_utf8();
-            rest.next();
-        }
-        Some((start, &text[start..end]))
-    })
-}
-
 /// Word counts of `text`, lower-cased; the second value is the word total.
 fn count_words(text: &str, counts: &mut HashMap<String, u32>) -> u32 {
     let mut total = 0;
@@ -133,15 +109,7 @@ impl LookupQuery {
         let terms = if raw == "*" {
             Terms::All
         } else {
-            let mut words: Vec<String> = Vec::new();
-            for term in raw.split_whitespace() {
-                for (_, w) in word_spans(term) {
-                    let w = w.to_lowercase();
-                    if w.chars().count() >= 2 && !words.contains(&w) {
-                        words.push(w);
-                    }
-                }
-            }
+            let words = query_words(raw).searched;
             if words.is_empty() {
                 return Err(format!(
                     "The query `{raw}` has no word of at least 2 characters."
@@ -648,21 +616,6 @@ mod tests {
 
     fn meta(pairs: &[(&str, &str)]) -> Metadata {
         pairs.iter().copied().collect()
-    }
-
-    #[test]
-    fn words_are_unicode_runs_with_offsets() {
-        let w: Vec<(usize, &str)> = word_spans("Ünïcode, snake_case & C++ 1.3").collect();
-        assert_eq!(
-            w,
-            [
-                (0, "Ünïcode"),
-                (11, "snake_case"),
-                (24, "C"),
-                (28, "1"),
-                (30, "3")
-            ]
-        );
     }
 
     #[test]
