@@ -516,18 +516,18 @@ fn heading_names(entries: &[OutlineEntry], max_bytes: usize) -> String {
     let mut shown = 0;
     for name in names {
         let name = label(name, LABEL_BYTES);
-        if !line.is_empty() && line.len() + name.len() + " · ".len() > NAMES_LINE_BYTES {
-            if out.len() + line.len() + 1 > max_bytes {
-                break;
-            }
+        if !line.is_empty() && line.len() + " · ".len() + name.len() > NAMES_LINE_BYTES {
             out.push_str(&line);
             out.push('\n');
             line.clear();
         }
-        if out.len() + line.len() + name.len() + " · ".len() + 1 > max_bytes {
+        let sep = if line.is_empty() { "- " } else { " · " };
+        // The line break after the pending line is counted now, so what is
+        // kept always fits.
+        if out.len() + line.len() + sep.len() + name.len() + 1 > max_bytes {
             break;
         }
-        line.push_str(if line.is_empty() { "- " } else { " · " });
+        line.push_str(sep);
         line.push_str(&name);
         shown += 1;
     }
@@ -587,6 +587,9 @@ async fn card(
     };
 
     let outline = outline_entries(&cached);
+    // What the outline shows with no byte bound: what it needs, and what it
+    // shows whenever its budget covers that.
+    let whole_outline = outline_text(&outline, usize::MAX);
     let links = link_lines(path, &cached);
     let (backlinks_heading, backlinks) = backlink_lines(&view);
     let siblings = match &listing {
@@ -594,10 +597,10 @@ async fn card(
         Err(_) => Vec::new(),
     };
     // The outline has the first claim on spare bytes: it is what the next
-    // call picks from. What it needs is what it shows with no byte bound.
+    // call picks from.
     let [outline_bytes, links_bytes, backlinks_bytes, siblings_bytes] = pooled_budgets(
         [
-            outline_text(&outline, usize::MAX).len(),
+            whole_outline.len(),
             need(&links),
             need(&backlinks),
             need(&siblings),
@@ -605,7 +608,12 @@ async fn card(
         [OUTLINE_BYTES, LINKS_BYTES, BACKLINKS_BYTES, SIBLINGS_BYTES],
     );
 
-    let mut text = format!("## Outline\n{}", outline_text(&outline, outline_bytes));
+    let shown_outline = if outline_bytes >= whole_outline.len() {
+        whole_outline
+    } else {
+        outline_text(&outline, outline_bytes)
+    };
+    let mut text = format!("## Outline\n{shown_outline}");
     let opening = cached.doc.opening_paragraph(OPENING_BYTES).trim();
     text.push_str("\n## Opening\n");
     text.push_str(if opening.is_empty() {
@@ -841,6 +849,31 @@ mod tests {
         // A short outline keeps its lines with anchors and sizes.
         let short = outline_text(&entries[..3], 2000);
         assert!(short.starts_with("- Term 0 (#term-0, ~"), "{short}");
+        // A budget that covers the unbounded text shows exactly that text
+        // (the card renders it once when its budget allows).
+        for part in [&entries[..], &entries[..3]] {
+            let whole = outline_text(part, usize::MAX);
+            assert_eq!(outline_text(part, whole.len()), whole);
+        }
+        // Names of uneven lengths, where lines break at different places.
+        let md: String = (0..30)
+            .map(|i| format!("## {}\n\n", "Word ".repeat(1 + i % 7).trim_end()))
+            .collect();
+        let doc = markdown_slice::Document::parse(md.as_str());
+        let uneven = doc
+            .outline(&OutlineOptions {
+                max_lines: usize::MAX,
+                max_bytes: usize::MAX,
+            })
+            .entries;
+        let whole = outline_text(&uneven, usize::MAX);
+        assert!(whole.starts_with(NAMES_INTRO), "{whole}");
+        assert_eq!(outline_text(&uneven, whole.len()), whole);
+        for max in 40..whole.len() {
+            let cut = outline_text(&uneven, max);
+            let kept = cut.split("+").next().unwrap_or("");
+            assert!(kept.len() <= max, "{max}: {cut}");
+        }
     }
 
     #[test]
