@@ -65,11 +65,9 @@ pub enum Slice {
     Section(String),
 }
 
-/// The BLAKE3 digest of a derived answer's text (an explore card or page,
-/// a lookup's table): what the agent was sent, whatever document it came
-/// from. The caller puts into the text whatever must make it differ (the
-/// version a card describes).
-pub type TextDigest = [u8; 32];
+/// The BLAKE3 digest of a derived answer (an explore card or page, a
+/// lookup's table): what the agent was sent, whatever document it came from.
+type TextDigest = [u8; 32];
 
 /// What to do with a requested slice.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,9 +122,18 @@ impl<H: Clone> DeliveryLog<H> {
         self.texts.retain(|_, at| alive(*at));
     }
 
-    /// Whether the derived answer `digest` is to be sent: not when it was
-    /// sent within the TTL (unless `force`). Sending it is recorded.
-    pub fn send_text(&mut self, digest: TextDigest, force: bool, now: Instant) -> bool {
+    /// Whether the derived answer made of `parts` is to be sent: not when
+    /// the same parts were sent within the TTL (unless `force`). Sending it
+    /// is recorded by a digest of the parts. The caller adds as parts
+    /// whatever must make two answers differ beyond their text (the version
+    /// a card describes).
+    pub fn send_text(&mut self, parts: &[&str], force: bool, now: Instant) -> bool {
+        let mut hasher = blake3::Hasher::new();
+        for part in parts {
+            hasher.update(part.as_bytes());
+            hasher.update(b"\0");
+        }
+        let digest: TextDigest = *hasher.finalize().as_bytes();
         self.expire(now);
         let seen = self.texts.insert(digest, now).is_some();
         force || !seen
@@ -298,10 +305,14 @@ mod tests {
     fn a_derived_text_is_sent_once_per_ttl_unless_forced() {
         let t0 = Instant::now();
         let mut log: DeliveryLog<()> = DeliveryLog::new(TTL);
-        let (a, b) = ([1; 32], [2; 32]);
+        let (a, b): (&[&str], &[&str]) = (&["v1", "card"], &["v2", "card"]);
         assert!(log.send_text(a, false, t0));
         assert!(!log.send_text(a, false, t0));
-        assert!(log.send_text(b, false, t0));
+        assert!(
+            log.send_text(b, false, t0),
+            "another version, the same text"
+        );
+        assert!(log.send_text(&["v1card"], false, t0), "parts stay apart");
         assert!(log.send_text(a, true, t0));
         // Each sending renews the record; it lapses a TTL after the last.
         assert!(!log.send_text(a, false, t0 + TTL / 2));

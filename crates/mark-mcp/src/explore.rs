@@ -672,12 +672,6 @@ fn deliver(
     now: Instant,
 ) -> ToolText {
     let identity = &cached.identity;
-    let mut hasher = blake3::Hasher::new();
-    for part in [&identity.version, &identity.etag] {
-        hasher.update(part.as_deref().unwrap_or("").as_bytes());
-        hasher.update(b"\0");
-    }
-    hasher.update(text.as_bytes());
     let mut log = session.log();
     let note = match log.check(path, &Slice::Body, identity, true, now) {
         Decision::Deliver {
@@ -686,7 +680,9 @@ fn deliver(
         _ => None,
     };
     log.record(path, None, identity, Arc::clone(&cached.hashes), now);
-    if !log.send_text(*hasher.finalize().as_bytes(), force, now) {
+    let version = identity.version.as_deref().unwrap_or("");
+    let etag = identity.etag.as_deref().unwrap_or("");
+    if !log.send_text(&[version, etag, &text], force, now) {
         return ToolText::new("unchanged").with_text(format!(
             "card unchanged since {} (explored earlier this session); force=true to re-send",
             identity.label()

@@ -68,8 +68,7 @@ pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> To
         Ok(t) => t,
         Err(t) => return t,
     };
-    let digest = *blake3::hash(found.render().as_bytes()).as_bytes();
-    if session.log().send_text(digest, force, now) {
+    if session.log().send_text(&[&found.render()], force, now) {
         return found;
     }
     ToolText::new("unchanged")
@@ -118,12 +117,8 @@ async fn search(session: &Session, params: LookupParams) -> Result<ToolText, Too
         );
     }
     // LOOKUP leaves out words under 2 characters: say so, or `phase 5`
-    // would look like a search for the fifth phase.
-    let too_short = if query == "*" {
-        Vec::new()
-    } else {
-        query_words(query).too_short
-    };
+    // would look like a search for the fifth phase (`*` has no words).
+    let too_short = query_words(query).too_short;
     Ok(ToolText::new("ok")
         .with("matches", matches)
         .with_opt("match", resp.meta("match"))

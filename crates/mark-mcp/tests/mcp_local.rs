@@ -291,6 +291,10 @@ async fn lookup_list_versions_and_refused_writes() {
         "{}",
         r.text
     );
+    let r = mcp
+        .call("mark_lookup", json!({"query": "*", "limit": 1}))
+        .await;
+    assert_eq!((r.status(), r.field("note")), ("ok", None), "{}", r.text);
     let r = mcp.call("mark_lookup", json!({"query": " "})).await;
     assert!(r.is_error);
 
