@@ -167,14 +167,7 @@ struct Run {
 async fn binary_run(server: &MarkServerProcess, bound: usize, docs: usize) -> Run {
     let command = ServerCommand::new(
         env!("CARGO_BIN_EXE_mark-mcp"),
-        [
-            "--host".to_string(),
-            server.url(),
-            "--pin".to_string(),
-            server.pin(),
-            "--cache-bytes".to_string(),
-            bound.to_string(),
-        ],
+        server.reader_args(&["--cache-bytes", &bound.to_string()]),
     );
     let mut session = McpSession::start(&command).await.unwrap();
     let pid = mark_mcp_child();

@@ -121,14 +121,7 @@ struct Rig {
 }
 
 fn mark_mcp(server: &MarkServerProcess, extra: &[&str]) -> ServerCommand {
-    let mut args = vec![
-        "--host".to_string(),
-        server.url(),
-        "--pin".to_string(),
-        server.pin(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    ServerCommand::new(env!("CARGO_BIN_EXE_mark-mcp"), args)
+    ServerCommand::new(env!("CARGO_BIN_EXE_mark-mcp"), server.reader_args(extra))
 }
 
 /// Calls `tool` and checks the result is not an error and says `expect`.

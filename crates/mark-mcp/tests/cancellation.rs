@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{body, field, host_args, kb, signal};
+use support::{body, field, kb, signal};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
@@ -245,19 +245,16 @@ async fn a_cancelled_explore_stops_its_crawl() {
     let server = Arc::new(MarkServerProcess::start(tree.path(), &["--flat"]).unwrap());
     // One crawl request at a time, bounds far beyond the tree, and a card
     // that would wait for the whole crawl: only the cancellation ends it.
-    let mut mcp = RawMcp::start(&host_args(
-        &server,
-        &[
-            "--crawl-concurrency",
-            "1",
-            "--crawl-docs",
-            "100000",
-            "--crawl-time",
-            "30m",
-            "--crawl-wait",
-            "30m",
-        ],
-    ))
+    let mut mcp = RawMcp::start(&server.reader_args(&[
+        "--crawl-concurrency",
+        "1",
+        "--crawl-docs",
+        "100000",
+        "--crawl-time",
+        "30m",
+        "--crawl-wait",
+        "30m",
+    ]))
     .await;
     mcp.call_tool(1, "mark_explore", json!({"url": "/hub.md"}))
         .await;
@@ -324,11 +321,7 @@ async fn a_cancelled_explore_stops_its_crawl() {
 async fn server_and_patient_session() -> (TempStore, MarkServerProcess, RawMcp) {
     let store = import_store(&kb()).unwrap();
     let server = MarkServerProcess::start::<&str>(store.path(), &[]).unwrap();
-    let mcp = RawMcp::start(&host_args(
-        &server,
-        &["--timeout", "60s", "--fresh-for", "10m"],
-    ))
-    .await;
+    let mcp = RawMcp::start(&server.reader_args(&["--timeout", "60s", "--fresh-for", "10m"])).await;
     (store, server, mcp)
 }
 

@@ -15,7 +15,7 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::{Mcp, PublishingServer, host_args, serve_copy_of, spawn_mcp};
+use support::{Mcp, PublishingServer, serve_copy_of, spawn_mcp};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -46,7 +46,7 @@ async fn sync(mcp: &Mcp, server: &MarkServerProcess, n: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_card_costs_one_fetch_and_one_list_once_the_graph_is_built() {
     let (_store, server) = serve_copy_of::<&str>(&fixture(), &[]);
-    let mcp = Mcp::start(&host_args(&server, &["--fresh-for", "0s"])).await;
+    let mcp = Mcp::start(&server.reader_args(&["--fresh-for", "0s"])).await;
     // The first card starts the crawl and waits for it.
     let card = mcp.call("mark_explore", json!({"url": "/hub.md"})).await;
     assert_eq!(card.status(), "ok", "{}", card.text);
@@ -117,7 +117,7 @@ async fn a_read_protected_folder_listing_becomes_a_note() {
     // A read grant on the folder itself: its LIST needs a token, its documents do not.
     generate_token(&tokens, "/guides", "read", None).unwrap();
     let (_store, server) = serve_copy_of(&fixture(), &["--tokens", tokens.to_str().unwrap()]);
-    let mcp = Mcp::start(&host_args(&server, &["--crawl"])).await;
+    let mcp = Mcp::start(&server.reader_args(&["--crawl"])).await;
     let card = mcp
         .call("mark_explore", json!({"url": "/guides/intro.md"}))
         .await;
@@ -158,7 +158,7 @@ impl ClientHandler for ProgressLog {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_with_a_progress_token_hears_the_crawl() {
     let (_store, server) = serve_copy_of::<&str>(&fixture(), &[]);
-    let transport = spawn_mcp(&host_args(&server, &["--crawl-concurrency", "1"]));
+    let transport = spawn_mcp(&server.reader_args(&["--crawl-concurrency", "1"]));
     let heard = ProgressLog::default();
     let client = heard.clone().serve(transport).await.unwrap();
     let mut args = serde_json::Map::new();

@@ -10,7 +10,7 @@ mod support;
 use mark_testkit::{MarkServerProcess, TempStore, write_test_certificate};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use support::{Mcp, Reply, fetch_statuses, host_args, kb, serve_copy_of, signal};
+use support::{Mcp, Reply, fetch_statuses, kb, serve_copy_of, signal};
 
 /// A hang guard per call, not a performance bound.
 const CALL_LIMIT: Duration = Duration::from_secs(40);
@@ -46,10 +46,10 @@ fn one_line_error(r: &Reply) -> &str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_down_at_start_then_up() {
     let (_store, _certs, mut server) = server_keeping_its_certificate();
-    let (host, pin) = (server.url(), server.pin());
+    let (args, pin) = (server.reader_args(&[]), server.pin());
     server.kill();
 
-    let mcp = Mcp::start(&["--host", &host, "--pin", &pin]).await;
+    let mcp = Mcp::start(&args).await;
     let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
     let message = one_line_error(&r);
     assert!(
@@ -68,7 +68,7 @@ async fn server_down_at_start_then_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_restart_mid_session_reconnects_and_revalidates() {
     let (_store, _certs, mut server) = server_keeping_its_certificate();
-    let mcp = Mcp::start(&host_args(&server, &["--fresh-for", "0s"])).await;
+    let mcp = Mcp::start(&server.reader_args(&["--fresh-for", "0s"])).await;
     let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
     assert_eq!(r.field("mode"), Some("full"), "{}", r.text);
 
@@ -111,7 +111,7 @@ async fn server_restart_mid_session_reconnects_and_revalidates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_server_times_out_then_recovers() {
     let (_store, server) = serve_copy_of::<&str>(&kb(), &[]);
-    let mcp = Mcp::start(&host_args(&server, &["--timeout", "2s"])).await;
+    let mcp = Mcp::start(&server.reader_args(&["--timeout", "2s"])).await;
     let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
     assert_eq!(r.status(), "ok", "{}", r.text);
 
@@ -136,7 +136,7 @@ async fn new_certificate_under_a_pin_is_refused() {
     // No --cert: every start makes a new self-signed certificate.
     let (_store, mut server) = serve_copy_of::<&str>(&kb(), &[]);
     let pin = server.pin();
-    let mcp = Mcp::start(&host_args(&server, &["--fresh-for", "0s"])).await;
+    let mcp = Mcp::start(&server.reader_args(&["--fresh-for", "0s"])).await;
     let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
     assert_eq!(r.status(), "ok", "{}", r.text);
 

@@ -12,7 +12,7 @@ use futures::future::join_all;
 use mark_testkit::{MarkServerProcess, import_store};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use support::{Mcp, host_args, kb};
+use support::{Mcp, kb};
 
 /// A hang guard for a whole batch (debug build, 2 cores), not a perf bound.
 const BATCH_LIMIT: Duration = Duration::from_secs(120);
@@ -30,7 +30,7 @@ const SECTIONS: [(&str, &str); 5] = [
 async fn two_hundred_concurrent_calls_in_one_session() {
     let store = import_store(&kb()).unwrap();
     let server = MarkServerProcess::start(store.path(), &[] as &[&str]).unwrap();
-    let mcp = Mcp::start(&host_args(&server, &[])).await;
+    let mcp = Mcp::start(&server.reader_args(&[])).await;
     let small = std::fs::read_to_string(kb().join("small.md")).unwrap();
 
     let started = Instant::now();
@@ -88,7 +88,7 @@ async fn two_hundred_concurrent_calls_in_one_session() {
 async fn twenty_concurrent_sessions_and_no_shared_dedup() {
     let store = import_store(&kb()).unwrap();
     let server = MarkServerProcess::start(store.path(), &[] as &[&str]).unwrap();
-    let args = host_args(&server, &[]);
+    let args = server.reader_args(&[]);
     let small = std::fs::read_to_string(kb().join("small.md")).unwrap();
 
     let started = Instant::now();

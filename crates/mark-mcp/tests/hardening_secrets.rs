@@ -128,13 +128,7 @@ async fn the_token_never_leaks() {
     std::fs::write(&token_file, format!("{SENTINEL}\n")).unwrap();
     let server =
         MarkServerProcess::start(store.path(), &["--tokens", tokens.to_str().unwrap()]).unwrap();
-    let base = vec![
-        "--host".to_string(),
-        server.url(),
-        "--pin".to_string(),
-        server.pin(),
-        "--write".to_string(),
-    ];
+    let base = server.reader_args(&["--write"]);
 
     // With --token-file, then with MARK_TOKEN.
     let mut with_file = base.clone();

@@ -8,7 +8,7 @@ mod support;
 use mark_testkit::MarkServerProcess;
 use serde_json::json;
 use std::time::Duration;
-use support::{Mcp, PublishingServer, fetch_statuses, host_args, kb};
+use support::{Mcp, PublishingServer, fetch_statuses, kb};
 
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -123,7 +123,7 @@ async fn remote_cache_dedup_and_writes() {
 
     // Session B: never validated-fresh, so every read is conditional; and it
     // does not share A's dedup.
-    let b = Mcp::start(&host_args(server, &["--fresh-for", "0s"])).await;
+    let b = Mcp::start(&server.reader_args(&["--fresh-for", "0s"])).await;
     let before = server.count_requests("FETCH", "/large.md");
     assert_eq!(
         b.fetch("/large.md#pilots").await.field("mode"),

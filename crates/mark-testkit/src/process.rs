@@ -95,6 +95,19 @@ impl MarkServerProcess {
         format!("mark://{}", self.addr)
     }
 
+    /// `--host mark://… --pin sha256:…`, then `extra`: the arguments of a
+    /// `mark-mcp` reading this server.
+    pub fn reader_args(&self, extra: &[&str]) -> Vec<String> {
+        let mut args = vec![
+            "--host".to_string(),
+            self.url(),
+            "--pin".to_string(),
+            self.pin(),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args
+    }
+
     /// The server's stderr so far, one entry per line.
     pub fn log_lines(&self) -> Vec<String> {
         self.log

@@ -51,18 +51,6 @@ pub fn serve_copy_of<S: AsRef<str>>(
     (store, server)
 }
 
-/// `--host URL --pin sha256:…` of `server`, then `extra`: a session reading it.
-pub fn host_args(server: &mark_testkit::MarkServerProcess, extra: &[&str]) -> Vec<String> {
-    let mut args = vec![
-        "--host".to_string(),
-        server.url(),
-        "--pin".to_string(),
-        server.pin(),
-    ];
-    args.extend(extra.iter().map(|a| a.to_string()));
-    args
-}
-
 /// A real `mark-server` on a versioned copy of `src` whose token store
 /// grants publishing everywhere, with that token in a file for `--token-file`.
 pub struct PublishingServer {
@@ -97,7 +85,7 @@ impl PublishingServer {
         let token_file = self.token_file.display().to_string();
         let mut writer = vec!["--write", "--token-file", &token_file];
         writer.extend(extra);
-        host_args(&self.server, &writer)
+        self.server.reader_args(&writer)
     }
 }
 
