@@ -12,7 +12,7 @@ use std::process::ExitCode;
 pub async fn orientation(args: &OrientationArgs) -> ExitCode {
     let Some(kb) = args.kb.clone().or_else(bundled_kb) else {
         eprintln!(
-            "mark-bench: the bundled knowledge base fixtures/soul is not here; give one with --kb DIR."
+            "mark-mcp bench: the bundled knowledge base fixtures/soul is not here; give one with --kb DIR."
         );
         return ExitCode::FAILURE;
     };

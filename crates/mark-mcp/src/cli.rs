@@ -141,16 +141,16 @@ pub enum BenchCommand {
 pub struct OrientationArgs {
     /// The knowledge base folder (default: the bundled fixtures/soul).
     #[arg(long)]
-    pub kb: Option<std::path::PathBuf>,
+    pub kb: Option<PathBuf>,
     /// The questions file (default: questions.toml in the knowledge base).
     #[arg(long)]
-    pub questions: Option<std::path::PathBuf>,
+    pub questions: Option<PathBuf>,
     /// Runs per strategy; wall time is the median.
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
     /// Also write the raw figures as JSON to this file.
     #[arg(long)]
-    pub json: Option<std::path::PathBuf>,
+    pub json: Option<PathBuf>,
 }
 
 /// Arguments of `open`.

@@ -1,6 +1,6 @@
 //! One agent session: the source, the settings, the document cache, the
-//! folder listings a card shows, and the delivery log. Every capability takes a `&Session`; with stdio there is
-//! one session per process.
+//! folder listings a card shows, and the delivery log. Every capability
+//! takes a `&Session`; with stdio there is one session per process.
 
 use crate::cache::SessionCache;
 use crate::crawl::{SessionGraph, parent_dir};
