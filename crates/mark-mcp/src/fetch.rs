@@ -56,25 +56,14 @@ const SECTION_OUTLINE: OutlineOptions = OutlineOptions {
     max_bytes: 6 * 1024,
 };
 
-/// Heading texts that occur more than once in `doc` (every roadmap phase
-/// has a `Status`): counted once per call, not once per section asked for.
-fn repeated_texts<S: AsRef<str>>(doc: &Document<S>) -> HashSet<&str> {
-    let mut seen = HashSet::new();
-    doc.headings()
-        .iter()
-        .map(|h| h.text.as_str())
-        .filter(|t| !seen.insert(*t))
-        .collect()
-}
-
 /// How a section is named in a result: `#anchor`, and when its heading's
-/// text is one of `repeated` (see [`repeated_texts`]), the headings above it
-/// up to the title, so the agent knows which one it got:
+/// text is one of `repeated` (see [`crate::session::repeated_headings`]),
+/// the headings above it up to the title, so the agent knows which one it got:
 /// `#status-7 (in Phase 8 — Backpressure and replay)`.
 fn section_label<S: AsRef<str>>(
     doc: &Document<S>,
     h: &Heading,
-    repeated: &HashSet<&str>,
+    repeated: &HashSet<String>,
 ) -> String {
     let label = format!("#{}", h.anchor.as_deref().unwrap_or_default());
     if !repeated.contains(h.text.as_str()) {
@@ -246,10 +235,9 @@ impl View<'_> {
         }
         let mut budget = self.session.settings().page_bytes;
         let mut parts = Vec::with_capacity(headings.len());
-        let repeated = repeated_texts(doc);
         for h in headings {
             let text = doc.section_text(h);
-            let label = section_label(doc, h, &repeated);
+            let label = section_label(doc, h, &self.cached.repeated_headings);
             let part = if self.comes_whole(text.len(), cursor) {
                 let slice = Slice::Section(h.anchor.clone().unwrap_or_default());
                 self.deliver(slice, label, text, h.section.start, cursor, budget)
@@ -279,7 +267,7 @@ impl View<'_> {
             Some(h) => (
                 "section",
                 doc.section_text(h),
-                section_label(doc, h, &repeated_texts(doc)),
+                section_label(doc, h, &self.cached.repeated_headings),
             ),
         };
         let mut out = match heading {
@@ -534,6 +522,7 @@ pub(crate) fn change_note(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::repeated_headings;
 
     fn id(v: &str) -> Identity {
         Identity {
@@ -567,7 +556,7 @@ mod tests {
         let doc = Document::parse(
             "# Roadmap\n\n## Phase 1\n\n### Status\n\nDone.\n\n## Phase 2\n\n### Status\n\nOpen.\n\n### Notes\n\n#### Status\n",
         );
-        let repeated = repeated_texts(&doc);
+        let repeated = repeated_headings(&doc);
         let label = |anchor: &str| section_label(&doc, doc.find_anchor(anchor).unwrap(), &repeated);
         assert_eq!(
             label("phase-2"),
@@ -585,7 +574,7 @@ mod tests {
         let untitled = Document::parse("## A\n\n### X\n\n## B\n\n### X\n");
         let x = untitled.find_anchor("x-1").unwrap();
         assert_eq!(
-            section_label(&untitled, x, &repeated_texts(&untitled)),
+            section_label(&untitled, x, &repeated_headings(&untitled)),
             "#x-1 (in B)"
         );
     }

@@ -11,6 +11,7 @@ use crate::source::Source;
 use mark_proto::list::ListEntry;
 use mark_proto::{MarkUrl, Request, Response, Status, Verb};
 use markdown_slice::{Document, Heading, Link, SectionHashes};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -26,6 +27,20 @@ pub struct CachedDoc {
     pub modified: Option<String>,
     /// Hashes of every section.
     pub hashes: Arc<SectionHashes>,
+    /// Heading texts that occur more than once (every roadmap phase has a
+    /// `Status`): a section under one is named with the headings above it.
+    pub repeated_headings: HashSet<String>,
+}
+
+/// The heading texts that occur more than once in `doc`.
+pub fn repeated_headings<S: AsRef<str>>(doc: &Document<S>) -> HashSet<String> {
+    let mut seen = HashSet::new();
+    doc.headings()
+        .iter()
+        .map(|h| h.text.as_str())
+        .filter(|t| !seen.insert(*t))
+        .map(str::to_string)
+        .collect()
 }
 
 impl CachedDoc {
@@ -56,7 +71,12 @@ impl CachedDoc {
             .iter()
             .map(|(a, _)| a.len() + 32 + size_of::<String>())
             .sum();
-        doc.source().len() + headings + links + hashes + size_of::<CachedDoc>()
+        let repeated: usize = self
+            .repeated_headings
+            .iter()
+            .map(|t| t.len() + size_of::<String>())
+            .sum();
+        doc.source().len() + headings + links + hashes + repeated + size_of::<CachedDoc>()
     }
 }
 
@@ -309,11 +329,13 @@ impl Session {
         // Every document read adds its links to the graph.
         self.graph.index(path, identity.etag.as_deref(), &doc);
         let hashes = Arc::new(doc.section_hashes());
+        let repeated_headings = repeated_headings(&doc);
         let cached = CachedDoc {
             doc,
             identity,
             modified,
             hashes,
+            repeated_headings,
         };
         let weight = cached.weight();
         Loaded::Doc(lock(&self.cache).insert(path, cached, weight, now))
