@@ -62,6 +62,11 @@ const LABEL_BYTES: usize = 40;
 const NAMES_LINE_BYTES: usize = 100;
 /// The line before a run of heading names.
 const NAMES_INTRO: &str = "By name (a name works as #anchor):\n";
+/// Every heading: the card chooses what to show itself.
+const WHOLE_OUTLINE: OutlineOptions = OutlineOptions {
+    max_lines: usize::MAX,
+    max_bytes: usize::MAX,
+};
 /// Entries asked for when listing the parent folder.
 const LIST_PAGE: usize = 1000;
 
@@ -424,10 +429,7 @@ fn siblings_heading(dir: &str, listing: &Listing, count: usize) -> String {
 /// The document's headings as outline lines (`- Text (#anchor, ~N tok)`,
 /// indented by depth), a lone top heading (the title) left out.
 fn outline_entries(cached: &CachedDoc) -> Vec<OutlineEntry> {
-    let all = cached.doc.outline(&OutlineOptions {
-        max_lines: usize::MAX,
-        max_bytes: usize::MAX,
-    });
+    let all = cached.doc.outline(&WHOLE_OUTLINE);
     let mut entries: Vec<OutlineEntry> = all.entries;
     let tops = entries
         .iter()
@@ -822,18 +824,19 @@ mod tests {
         assert_eq!(pooled_budgets([900, 900], [10, 20]), [10, 20]);
     }
 
+    fn whole_outline(md: &str) -> Vec<OutlineEntry> {
+        markdown_slice::Document::parse(md)
+            .outline(&WHOLE_OUTLINE)
+            .entries
+    }
+
     #[test]
     fn a_long_flat_outline_comes_as_names_within_its_bytes() {
-        let md: String = (0..40)
-            .map(|i| format!("## Term {i}\n\ntext\n\n"))
-            .collect();
-        let doc = markdown_slice::Document::parse(md.as_str());
-        let entries = doc
-            .outline(&OutlineOptions {
-                max_lines: usize::MAX,
-                max_bytes: usize::MAX,
-            })
-            .entries;
+        let entries = whole_outline(
+            &(0..40)
+                .map(|i| format!("## Term {i}\n\ntext\n\n"))
+                .collect::<String>(),
+        );
         let all = outline_text(&entries, 2000);
         assert!(all.starts_with(NAMES_INTRO), "{all}");
         assert!(all.contains("- Term 0 · Term 1 · "), "{all}");
@@ -852,16 +855,11 @@ mod tests {
             assert_eq!(outline_text(part, whole.len()), whole);
         }
         // Names of uneven lengths, where lines break at different places.
-        let md: String = (0..30)
-            .map(|i| format!("## {}\n\n", "Word ".repeat(1 + i % 7).trim_end()))
-            .collect();
-        let doc = markdown_slice::Document::parse(md.as_str());
-        let uneven = doc
-            .outline(&OutlineOptions {
-                max_lines: usize::MAX,
-                max_bytes: usize::MAX,
-            })
-            .entries;
+        let uneven = whole_outline(
+            &(0..30)
+                .map(|i| format!("## {}\n\n", "Word ".repeat(1 + i % 7).trim_end()))
+                .collect::<String>(),
+        );
         let whole = outline_text(&uneven, usize::MAX);
         assert!(whole.starts_with(NAMES_INTRO), "{whole}");
         assert_eq!(outline_text(&uneven, whole.len()), whole);
