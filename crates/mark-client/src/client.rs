@@ -4,9 +4,12 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared, WeakShared};
 use mark_proto::{MarkUrl, Request, Response, Verb};
 use quinn::{
     Connection, ConnectionError, Endpoint, ReadError, RecvStream, TransportErrorCode, VarInt,
@@ -34,16 +37,32 @@ pub struct Client {
     inner: Arc<Inner>,
 }
 
-type ConnectionSlot = Arc<tokio::sync::Mutex<Option<Connection>>>;
+/// One handshake, awaited by every request that needs its connection.
+type Handshake = Shared<BoxFuture<'static, Result<Connection, ClientError>>>;
+
+/// The connection to one (host, port), or the handshake under way.
+enum Slot {
+    Connected(Connection),
+    /// Held weakly: when every waiting request gave up (its deadline passed,
+    /// it was dropped), the handshake is dropped too and the next request
+    /// starts afresh. The number tells this handshake from a later one.
+    Connecting(
+        WeakShared<BoxFuture<'static, Result<Connection, ClientError>>>,
+        u64,
+    ),
+}
 
 struct Inner {
     endpoint: Endpoint,
     tls: TlsSetup,
     transport: Arc<quinn::TransportConfig>,
     config: ClientConfig,
-    /// One slot per (host, port); its async lock makes concurrent first
-    /// requests share one handshake.
-    connections: std::sync::Mutex<HashMap<(String, u16), ConnectionSlot>>,
+    /// One slot per (host, port), locked only to read or replace it: the
+    /// handshake runs outside the lock and is shared by concurrent requests,
+    /// so its failure reaches all of them at once.
+    connections: std::sync::Mutex<HashMap<(String, u16), Slot>>,
+    /// Numbers the handshakes.
+    handshakes: std::sync::atomic::AtomicU64,
 }
 
 impl fmt::Debug for Client {
@@ -81,14 +100,18 @@ impl Client {
                 transport: Arc::new(transport),
                 config,
                 connections: std::sync::Mutex::new(HashMap::new()),
+                handshakes: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
 
-    /// Sends one request to `host:port` and reads the whole response.
+    /// Sends one request to `host:port` and reads the whole response, all
+    /// within one deadline (`request_timeout` from the call): resolving,
+    /// the handshake, a retry and the response share it.
     ///
     /// The connection to `host:port` is opened on first use and shared by
-    /// all later and concurrent requests. A connection found closed is
+    /// all later and concurrent requests; concurrent first requests wait on
+    /// one handshake and all see its failure. A connection found closed is
     /// replaced before the request goes out; a read request (FETCH, LIST,
     /// VERSIONS, LOOKUP) that fails because its connection was lost is sent
     /// once more on a new connection, a write never is. A request that times
@@ -107,13 +130,14 @@ impl Client {
             request.metadata.insert("auth", token.expose());
         }
         let bytes = request.encode().map_err(ClientError::Encode)?;
-        let connection = self.inner.connection(host, port).await?;
+        let deadline = deadline_after(self.inner.config.request_timeout);
+        let connection = self.connection(host, port, deadline).await?;
         let acks_before = connection.stats().frame_rx.acks;
-        match self.inner.exchange(&connection, &bytes).await {
+        match self.inner.exchange(&connection, &bytes, deadline).await {
             Err(e) if e.is_connection_lost() && request.verb.is_idempotent() => {
                 tracing::debug!(host, port, verb = %request.verb, "connection lost; sending again on a new connection");
-                let connection = self.inner.connection(host, port).await?;
-                self.inner.exchange(&connection, &bytes).await
+                let connection = self.connection(host, port, deadline).await?;
+                self.inner.exchange(&connection, &bytes, deadline).await
             }
             Err(e @ ClientError::RequestTimeout { .. }) => {
                 // A server that crashed and came back on the same port never
@@ -148,49 +172,92 @@ impl Client {
     /// Closes every connection politely and waits (briefly) for the servers
     /// to acknowledge. Later requests open new connections.
     pub async fn close(&self) {
-        let slots: Vec<ConnectionSlot> = self.inner.slots().values().cloned().collect();
+        let slots: Vec<Slot> = self.inner.slots().drain().map(|(_, s)| s).collect();
         for slot in slots {
-            if let Some(connection) = slot.lock().await.take() {
+            if let Slot::Connected(connection) = slot {
                 connection.close(VarInt::from_u32(0), b"client closing");
             }
         }
         let _ = tokio::time::timeout(CLOSE_GRACE, self.inner.endpoint.wait_idle()).await;
     }
+
+    /// The live connection to `host:port` by `deadline`: the one kept, the
+    /// handshake under way, or a new handshake that later requests join.
+    async fn connection(
+        &self,
+        host: &str,
+        port: u16,
+        deadline: Instant,
+    ) -> Result<Connection, ClientError> {
+        let key = (host.to_ascii_lowercase(), port);
+        let (handshake, number) = {
+            let mut slots = self.inner.slots();
+            let running = match slots.get(&key) {
+                Some(Slot::Connected(c)) if c.close_reason().is_none() => return Ok(c.clone()),
+                Some(Slot::Connecting(weak, n)) => weak.upgrade().map(|h| (h, *n)),
+                _ => None,
+            };
+            running.unwrap_or_else(|| {
+                let inner = Arc::clone(&self.inner);
+                let (host, number) = (
+                    host.to_string(),
+                    inner.handshakes.fetch_add(1, Ordering::Relaxed),
+                );
+                let handshake: Handshake = async move { inner.connect(&host, port).await }
+                    .boxed()
+                    .shared();
+                if let Some(weak) = handshake.downgrade() {
+                    slots.insert(key.clone(), Slot::Connecting(weak, number));
+                }
+                (handshake, number)
+            })
+        };
+        let result = tokio::time::timeout_at(deadline, handshake)
+            .await
+            .unwrap_or_else(|_| {
+                Err(ClientError::ConnectTimeout {
+                    server: format!("{host}:{port}"),
+                    timeout: self.inner.config.request_timeout,
+                })
+            });
+        let mut slots = self.inner.slots();
+        // Only the handshake still in the slot is settled here: a later one
+        // (this one failed and another request started anew) is left alone.
+        if matches!(slots.get(&key), Some(Slot::Connecting(_, n)) if *n == number) {
+            match &result {
+                Ok(connection) => slots.insert(key, Slot::Connected(connection.clone())),
+                Err(_) => slots.remove(&key),
+            };
+        }
+        result
+    }
+}
+
+/// `timeout` from now; a timeout too large for the clock means no deadline
+/// worth keeping.
+fn deadline_after(timeout: Duration) -> Instant {
+    Instant::now()
+        .checked_add(timeout)
+        .unwrap_or_else(|| Instant::now() + FAR_FUTURE)
 }
 
 impl Inner {
-    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u16), ConnectionSlot>> {
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u16), Slot>> {
         self.connections
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The live connection to `host:port`, opened if there is none.
-    async fn connection(&self, host: &str, port: u16) -> Result<Connection, ClientError> {
-        let slot = self
-            .slots()
-            .entry((host.to_ascii_lowercase(), port))
-            .or_default()
-            .clone();
-        let mut current = slot.lock().await;
-        if let Some(connection) = current.as_ref()
-            && connection.close_reason().is_none()
-        {
-            return Ok(connection.clone());
-        }
-        let connection = self.connect(host, port).await?;
-        *current = Some(connection.clone());
-        Ok(connection)
+    /// The longest a handshake may take, as its timeout message names it.
+    fn handshake_bound(&self) -> Duration {
+        self.config.connect_timeout.min(self.config.request_timeout)
     }
 
-    /// Resolves `host` and runs the QUIC handshake, both within the connect
-    /// timeout.
+    /// Resolves `host` and runs the QUIC handshake, within `connect_timeout`
+    /// when one is set (each request waiting on it also keeps its own deadline).
     async fn connect(&self, host: &str, port: u16) -> Result<Connection, ClientError> {
-        let timeout = self.config.connect_timeout;
-        // A timeout too large for the clock means no deadline worth keeping.
-        let deadline = Instant::now()
-            .checked_add(timeout)
-            .unwrap_or_else(|| Instant::now() + FAR_FUTURE);
+        let deadline = deadline_after(self.config.connect_timeout);
+        let timeout = self.handshake_bound();
         // An IPv6 literal may come in URL brackets; the TLS name is the bare IP.
         let server_name = host.trim_start_matches('[').trim_end_matches(']');
         let candidates = tokio::time::timeout_at(deadline, self.resolve(server_name, port))
@@ -212,7 +279,7 @@ impl Inner {
         server_name: &str,
         deadline: Instant,
     ) -> Result<Connection, ClientError> {
-        let timeout = self.config.connect_timeout;
+        let timeout = self.handshake_bound();
         let mut attempts = tokio::task::JoinSet::new();
         for &addr in candidates {
             let (crypto, failure) = self.tls.for_connection()?;
@@ -254,7 +321,7 @@ impl Inner {
             Ok(Some(connection)) => Ok(connection),
             // A refusal seen before the deadline says more than the timeout.
             Ok(None) | Err(_) => Err(first_failure.unwrap_or(ClientError::ConnectTimeout {
-                addr: candidates[0],
+                server: candidates[0].to_string(),
                 timeout,
             })),
         }
@@ -290,14 +357,15 @@ impl Inner {
         Ok(candidates)
     }
 
-    /// One request on its own stream, within the request timeout.
+    /// One request on its own stream, by the request's deadline.
     async fn exchange(
         &self,
         connection: &Connection,
         request: &[u8],
+        deadline: Instant,
     ) -> Result<Response, ClientError> {
         let timeout = self.config.request_timeout;
-        let raw = tokio::time::timeout(timeout, self.send_and_read(connection, request))
+        let raw = tokio::time::timeout_at(deadline, self.send_and_read(connection, request))
             .await
             .map_err(|_| ClientError::RequestTimeout { timeout })??;
         Response::parse(&raw).map_err(ClientError::Malformed)
@@ -418,9 +486,10 @@ fn handshake_error(
             host: host.to_string(),
             reason: e.to_string(),
         },
-        _ if matches!(e, ConnectionError::TimedOut) => {
-            ClientError::ConnectTimeout { addr, timeout }
-        }
+        _ if matches!(e, ConnectionError::TimedOut) => ClientError::ConnectTimeout {
+            server: addr.to_string(),
+            timeout,
+        },
         _ => ClientError::Connect {
             addr,
             reason: e.to_string(),

@@ -9,7 +9,7 @@ use mark_proto::WireError;
 use thiserror::Error;
 
 /// Why a request did not produce a response.
-#[derive(Debug, Error)]
+#[derive(Debug, Clone, Error)]
 #[non_exhaustive]
 pub enum ClientError {
     /// The host name did not resolve to an address.
@@ -20,14 +20,15 @@ pub enum ClientError {
         /// What the resolver said.
         reason: String,
     },
-    /// The QUIC handshake did not finish within the connect timeout.
+    /// The QUIC handshake did not finish within the request's deadline
+    /// (or the connect timeout, when one is set and shorter).
     #[error(
-        "no answer from {addr} within {timeout:?}; check the host and port and that a Mark server is running there"
+        "no answer from {server} within {timeout:?}; check the host and port and that a Mark server is running there"
     )]
     ConnectTimeout {
-        /// The address tried.
-        addr: SocketAddr,
-        /// The connect timeout.
+        /// `host:port` or the address tried.
+        server: String,
+        /// The bound that ran out.
         timeout: Duration,
     },
     /// The connection could not be set up (unreachable, refused, closed

@@ -528,6 +528,46 @@ async fn a_silent_port_hits_the_connect_timeout() {
     );
 }
 
+/// Four requests at once against a port where nothing answers, with a
+/// 1 s request timeout and no connect timeout: they share one handshake and
+/// every one fails when its own deadline passes (not after 5, 10, 15, 20 s,
+/// one handshake each in turn), naming the timeout that ran out.
+#[tokio::test]
+async fn concurrent_requests_to_a_silent_port_fail_together_at_their_deadline() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let timeout = Duration::from_secs(1);
+    let client = Client::new(ClientConfig {
+        trust: Trust::Insecure,
+        request_timeout: timeout,
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let started = Instant::now();
+    let one = |path: &'static str| {
+        let client = client.clone();
+        async move {
+            let err = client
+                .request("127.0.0.1", port, Request::new(Verb::Fetch, path))
+                .await
+                .unwrap_err();
+            (err, started.elapsed())
+        }
+    };
+    let all = async { tokio::join!(one("/a.md"), one("/b.md"), one("/c.md"), one("/d.md")) };
+    let (a, b, c, d) = tokio::time::timeout(GUARD, all)
+        .await
+        .expect("the requests outlived the test guard");
+    for (err, took) in [a, b, c, d] {
+        assert!(matches!(err, ClientError::ConnectTimeout { .. }), "{err}");
+        assert!(err.to_string().contains("within 1s"), "{err}");
+        assert!(
+            took >= timeout && took < timeout * 3,
+            "failed after {took:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn an_unknown_host_fails_to_resolve() {
     let client = Client::new(ClientConfig {
