@@ -39,6 +39,7 @@ pub mod lookup;
 mod manifest;
 mod paths;
 mod store;
+mod text_index;
 mod versioned;
 
 pub use auth::{Op, TokenStore, generate_token};
