@@ -173,7 +173,11 @@ fn token(cli: &Cli) -> Result<Option<String>, String> {
 /// `MARK_TOKEN`) goes to a server; a local folder needs none.
 pub fn from_cli(cli: &Cli) -> Result<Arc<dyn Source>, String> {
     if let Some(root) = &cli.root {
-        return Ok(Arc::new(LocalSource::open(root, cli.write)?));
+        let source = LocalSource::open(root, cli.write)?;
+        // Files edited behind the engine's back are searched after at most
+        // the time a fetched document is trusted.
+        source.engine.set_index_recheck(cli.fresh_for);
+        return Ok(Arc::new(source));
     }
     let token = token(cli)?;
     let Some(host) = &cli.host else {

@@ -185,6 +185,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .map(TokenStore::load)
         .transpose()
         .context("loading the token file")?;
+    if let (Some(path), Some(store)) = (&args.tokens, &tokens) {
+        tracing::info!("token file {}: {}", path.display(), store.layouts());
+    }
     let mode = if args.flat {
         StoreMode::Flat
     } else {

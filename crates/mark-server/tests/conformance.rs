@@ -1127,6 +1127,46 @@ fn token_generate_prints_the_raw_token_once_and_stores_only_its_hash() {
     assert!(bad.is_err());
 }
 
+/// A token file as `demarkus-token generate` writes it: one
+/// `[tokens.<label>]` table per token, `operations`, an RFC 3339 `expires`.
+#[tokio::test]
+async fn a_demarkus_token_file_is_read_and_named_on_stderr() {
+    let src = tempfile::tempdir().unwrap();
+    write_fixture(src.path());
+    let store = import_store(src.path()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tokens.toml");
+    let (writer, expired) = ("demarkus-writer-secret", "demarkus-expired-secret");
+    std::fs::write(
+        &file,
+        format!(
+            "[tokens.fritz-laptop]\nhash = \"sha256-{}\"\npaths = [\"/guide/*\"]\noperations = [\"publish\"]\nexpires = \"2099-01-01T00:00:00Z\"\n\n\
+             [tokens.old-ci]\nhash = \"sha256-{}\"\npaths = [\"/guide/*\"]\noperations = [\"publish\"]\nexpires = \"2020-01-01T00:00:00Z\"\n",
+            sha256_hex(writer.as_bytes()),
+            sha256_hex(expired.as_bytes())
+        ),
+    )
+    .unwrap();
+    let server =
+        MarkServerProcess::start(store.path(), &["--tokens", file.to_str().unwrap()]).unwrap();
+    let client = client_for(&server);
+    let publish = |token: &str| {
+        Request::new(Verb::Publish, "/guide/new.md")
+            .with_meta("auth", token)
+            .with_body("# New\n")
+    };
+    assert_status(&send(&client, &server, publish(writer)).await, Status::Created);
+    assert_status(
+        &send(&client, &server, publish(expired)).await,
+        Status::NotPermitted,
+    );
+    let log = server.log_lines().join("\n");
+    assert!(
+        log.contains("2 tokens in demarkus' [tokens.<label>] layout"),
+        "stderr should say which layout it read: {log}"
+    );
+}
+
 /// Sends SIGTERM and waits (up to 15 s) for the process to exit.
 fn terminate(server: &mut MarkServerProcess) -> std::process::ExitStatus {
     let status = std::process::Command::new("kill")

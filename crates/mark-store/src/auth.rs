@@ -3,6 +3,9 @@
 //! logged; requests are matched by the SHA-256 of the token they carry,
 //! compared in constant time.
 //!
+//! Two layouts are read, in one file or mixed. mark-server's own, the one
+//! [`generate_token`] writes:
+//!
 //! ```toml
 //! [[token]]
 //! hash = "sha256-<64 hex>"          # SHA-256 of the raw token
@@ -10,6 +13,16 @@
 //! ops = ["read", "publish"]
 //! expires = "2027-01-01T00:00:00Z"  # optional; a TOML date-time also works
 //! label = "ci publisher"            # optional, for people
+//! ```
+//!
+//! and demarkus' (`demarkus-token generate`), one table per labelled token:
+//!
+//! ```toml
+//! [tokens.ci-publisher]
+//! hash = "sha256-<64 hex>"
+//! paths = ["/docs/*"]
+//! operations = ["publish"]
+//! expires = "2027-01-01T00:00:00Z"  # optional
 //! ```
 
 use crate::clock::{format_rfc3339, parse_rfc3339, unix_seconds};
@@ -70,6 +83,42 @@ struct Grant {
 #[derive(Debug, Clone, Default)]
 pub struct TokenStore {
     grants: Vec<Grant>,
+    layouts: TokenLayouts,
+}
+
+/// How many grants a token file held in each layout it may use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenLayouts {
+    /// `[[token]]` entries with `ops` (mark-server's layout).
+    pub mark_server: usize,
+    /// `[tokens.<label>]` tables with `operations` (demarkus' layout).
+    pub demarkus: usize,
+}
+
+impl std::fmt::Display for TokenLayouts {
+    /// One phrase for the startup log, e.g. `2 tokens in demarkus'
+    /// [tokens.<label>] layout`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plural = |n: usize| if n == 1 { "token" } else { "tokens" };
+        let (ours, theirs) = (self.mark_server, self.demarkus);
+        match (ours, theirs) {
+            (_, 0) => write!(
+                f,
+                "{ours} {} in mark-server's [[token]] layout",
+                plural(ours)
+            ),
+            (0, _) => write!(
+                f,
+                "{theirs} {} in demarkus' [tokens.<label>] layout",
+                plural(theirs)
+            ),
+            _ => write!(
+                f,
+                "{ours} {} in mark-server's [[token]] layout and {theirs} in demarkus' [tokens.<label>] layout",
+                plural(ours)
+            ),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -77,6 +126,20 @@ pub struct TokenStore {
 struct FileForm {
     #[serde(default)]
     token: Vec<EntryForm>,
+    /// demarkus' layout: label → entry, in label order.
+    #[serde(default)]
+    tokens: std::collections::BTreeMap<String, DemarkusEntryForm>,
+}
+
+/// One `[tokens.<label>]` table of a demarkus token file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DemarkusEntryForm {
+    hash: String,
+    paths: Vec<String>,
+    operations: Vec<String>,
+    #[serde(default)]
+    expires: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -90,6 +153,47 @@ struct EntryForm {
     /// A note for people; read so typos in other keys still fail.
     #[serde(default, rename = "label")]
     _label: Option<String>,
+}
+
+impl Grant {
+    /// Checks one entry's fields, whichever layout named them.
+    fn parse(
+        hash: &str,
+        paths: &[String],
+        ops: &[String],
+        expires: Option<toml::Value>,
+    ) -> Result<Grant, String> {
+        let bad_hash = || "`hash` must be `sha256-<64 hex>`".to_string();
+        let hex_part = hash.strip_prefix("sha256-").ok_or_else(bad_hash)?;
+        let mut digest = [0u8; 32];
+        hex::decode_to_slice(hex_part, &mut digest).map_err(|_| bad_hash())?;
+        let paths = paths
+            .iter()
+            .map(|g| glob_segments(g))
+            .collect::<Result<_, _>>()?;
+        let ops = ops
+            .iter()
+            .map(|o| Op::parse(o).ok_or_else(|| format!("unknown op `{o}` (use read or publish)")))
+            .collect::<Result<_, _>>()?;
+        let expires = match expires {
+            None => None,
+            Some(toml::Value::String(s)) => Some(
+                parse_rfc3339(&s)
+                    .ok_or_else(|| format!("`expires = {s}` is not an RFC 3339 time"))?,
+            ),
+            Some(toml::Value::Datetime(d)) => Some(
+                parse_rfc3339(&d.to_string())
+                    .ok_or_else(|| format!("`expires = {d}` needs a date, a time and an offset"))?,
+            ),
+            Some(other) => return Err(format!("`expires = {other}` is not a time")),
+        };
+        Ok(Grant {
+            hash: digest,
+            paths,
+            ops,
+            expires,
+        })
+    }
 }
 
 fn hash_token(raw: &str) -> [u8; 32] {
@@ -162,56 +266,36 @@ impl TokenStore {
         })
     }
 
-    /// Parses token-file text.
+    /// Parses token-file text in either layout.
     pub fn parse(text: &str) -> Result<TokenStore, String> {
         let form: FileForm = toml::from_str(text).map_err(|e| e.message().to_string())?;
-        let mut grants = Vec::with_capacity(form.token.len());
+        let layouts = TokenLayouts {
+            mark_server: form.token.len(),
+            demarkus: form.tokens.len(),
+        };
+        let mut grants = Vec::with_capacity(layouts.mark_server + layouts.demarkus);
         for (i, entry) in form.token.into_iter().enumerate() {
             let at = |why: String| format!("token entry {}: {why}", i + 1);
-            let hex_part = entry
-                .hash
-                .strip_prefix("sha256-")
-                .ok_or_else(|| at("`hash` must be `sha256-<64 hex>`".into()))?;
-            let mut hash = [0u8; 32];
-            hex::decode_to_slice(hex_part, &mut hash)
-                .map_err(|_| at("`hash` must be `sha256-<64 hex>`".into()))?;
-            let paths = entry
-                .paths
-                .iter()
-                .map(|g| glob_segments(g))
-                .collect::<Result<_, _>>()
-                .map_err(at)?;
-            let ops = entry
-                .ops
-                .iter()
-                .map(|o| {
-                    Op::parse(o)
-                        .ok_or_else(|| at(format!("unknown op `{o}` (use read or publish)")))
-                })
-                .collect::<Result<_, _>>()?;
-            let expires = match entry.expires {
-                None => None,
-                Some(toml::Value::String(s)) => Some(
-                    parse_rfc3339(&s)
-                        .ok_or_else(|| at(format!("`expires = {s}` is not an RFC 3339 time")))?,
-                ),
-                Some(toml::Value::Datetime(d)) => {
-                    Some(parse_rfc3339(&d.to_string()).ok_or_else(|| {
-                        at(format!(
-                            "`expires = {d}` needs a date, a time and an offset"
-                        ))
-                    })?)
-                }
-                Some(other) => return Err(at(format!("`expires = {other}` is not a time"))),
-            };
-            grants.push(Grant {
-                hash,
-                paths,
-                ops,
-                expires,
-            });
+            grants.push(
+                Grant::parse(&entry.hash, &entry.paths, &entry.ops, entry.expires).map_err(at)?,
+            );
         }
-        Ok(TokenStore { grants })
+        for (label, entry) in form.tokens {
+            let at = |why: String| format!("[tokens.{label}]: {why}");
+            // demarkus writes `expires = ""` for a token that never expires.
+            let expires = entry
+                .expires
+                .filter(|e| e.as_str().is_none_or(|s| !s.is_empty()));
+            grants.push(
+                Grant::parse(&entry.hash, &entry.paths, &entry.operations, expires).map_err(at)?,
+            );
+        }
+        Ok(TokenStore { grants, layouts })
+    }
+
+    /// Which layouts the file used, and how many grants each held.
+    pub fn layouts(&self) -> TokenLayouts {
+        self.layouts
     }
 
     /// Whether some grant with `read` covers `path`: such paths are private.
@@ -462,6 +546,56 @@ mod tests {
             let err = TokenStore::parse(text).unwrap_err();
             assert!(err.contains(want), "{err} should mention {want}");
         }
+    }
+
+    #[test]
+    fn demarkus_layout_is_read_with_labels_operations_and_expiry() {
+        let text = format!(
+            "[tokens.ci-publisher]\nhash = \"sha256-{}\"\npaths = [\"/docs/*\"]\noperations = [\"publish\"]\nexpires = \"2027-01-01T00:00:00Z\"\n\n\
+             [tokens.reader]\nhash = \"sha256-{}\"\npaths = [\"/private/*\"]\noperations = [\"read\"]\nexpires = \"\"\n",
+            hex::encode(hash_token("pub")),
+            hex::encode(hash_token("rd"))
+        );
+        let store = TokenStore::parse(&text).unwrap();
+        assert_eq!(
+            store.layouts(),
+            TokenLayouts {
+                mark_server: 0,
+                demarkus: 2
+            }
+        );
+        let early = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let late = UNIX_EPOCH + Duration::from_secs(1_900_000_000);
+        let doc = segs("/docs/a.md");
+        assert_eq!(store.check(Some("pub"), &doc, Op::Publish, early), Ok(()));
+        assert_eq!(
+            store.check(Some("pub"), &doc, Op::Publish, late),
+            Err(Denial::NotPermitted),
+            "expired"
+        );
+        assert_eq!(
+            store.check(Some("rd"), &segs("/private/p.md"), Op::Read, late),
+            Ok(()),
+            "an empty expires never expires"
+        );
+        let err =
+            TokenStore::parse("[tokens.x]\nhash = \"sha256-00\"\npaths = []\noperations = []\n")
+                .unwrap_err();
+        assert!(err.contains("[tokens.x]"), "{err}");
+    }
+
+    #[test]
+    fn both_layouts_in_one_file_are_both_read_and_named() {
+        let zeros = "0".repeat(64);
+        let text = format!(
+            "[[token]]\nhash = \"sha256-{zeros}\"\npaths = [\"/**\"]\nops = [\"read\"]\n\n\
+             [tokens.old]\nhash = \"sha256-{zeros}\"\npaths = [\"/**\"]\noperations = [\"read\"]\n"
+        );
+        let layouts = TokenStore::parse(&text).unwrap().layouts();
+        assert_eq!(
+            layouts.to_string(),
+            "1 token in mark-server's [[token]] layout and 1 in demarkus' [tokens.<label>] layout"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// Default largest document, in bytes (PROTOCOL.md recommends 1 MiB).
 pub const DEFAULT_MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
@@ -215,6 +215,14 @@ impl Engine {
         self
     }
 
+    /// Sets how often LOOKUP looks for changes made outside this engine (a
+    /// flat folder's files edited, another process writing the store):
+    /// at most once per `every` (default 5 s). The engine's own writes are
+    /// seen at once.
+    pub fn set_index_recheck(&self, every: Duration) {
+        lock(&self.catalog).set_recheck(every);
+    }
+
     /// Sets the server name shown in the generated agent manifest (default:
     /// the root folder's name).
     pub fn with_name(mut self, name: impl Into<String>) -> Engine {
@@ -268,7 +276,18 @@ impl Engine {
             Verb::Append => self.append(req, &path, now),
             Verb::Archive => self.archive(req, &path, now),
         };
+        if matches!(req.verb, Verb::Publish | Verb::Append | Verb::Archive) && reply.is_ok() {
+            self.index_write(&path);
+        }
         reply.unwrap_or_else(|e| e)
+    }
+
+    /// Brings the LOOKUP index up to date after a write to `doc`, so that
+    /// searches see it at once without walking the store.
+    fn index_write(&self, doc: &SafePath) {
+        if let Err(e) = lock(&self.catalog).document_changed(&self.store, doc) {
+            tracing::warn!(document = %doc.decoded(), error = %e, "cannot index a written document");
+        }
     }
 
     /// Whether the request's token may read `segments` (public paths: yes).
@@ -362,7 +381,7 @@ impl Engine {
     fn fetch_by_hash(&self, req: &Request, hash: &str, now: SystemTime) -> Reply {
         let wanted = format!("sha256-{hash}");
         let found = lock(&self.catalog)
-            .find_by_content_hash(&self.store, &wanted)
+            .find_by_content_hash(&self.store, &wanted, now)
             .map_err(|e| server_error(&e))?;
         for doc in found {
             if self.may_read(req, doc.segments(), now).is_err() {
@@ -492,7 +511,7 @@ impl Engine {
         let query = LookupQuery::from_metadata(&req.metadata).map_err(|why| bad_request(&why))?;
         let readable = |doc: &SafePath| self.may_read(req, doc.segments(), now).is_ok();
         let result = lock(&self.catalog)
-            .search(&self.store, scope, &query, &readable)
+            .search(&self.store, scope, &query, &readable, now)
             .map_err(|e| server_error(&e))?;
         Ok(result.into_response(&query))
     }

@@ -39,9 +39,10 @@ pub mod lookup;
 mod manifest;
 mod paths;
 mod store;
+mod text_index;
 mod versioned;
 
-pub use auth::{Op, TokenStore, generate_token};
+pub use auth::{Op, TokenLayouts, TokenStore, generate_token};
 pub use engine::{DEFAULT_MAX_DOCUMENT_BYTES, Engine, MANIFEST_PATH, MAX_LIST_PAGE};
 pub use error::StoreError;
 pub use import::{ImportReport, import};

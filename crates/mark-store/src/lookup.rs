@@ -1,40 +1,42 @@
-//! LOOKUP, the card catalog: parse the request, keep an index of the
-//! documents, match and rank them, and write the table.
+//! LOOKUP, the card catalog: parse the request, keep the index of the
+//! documents current, match and rank them, and write the table.
 //!
-//! Matching (PROTOCOL.md): query terms are whole words, lower-cased, at
-//! least 2 characters (`*` matches everything). In catalog mode a document
-//! whose title or tags hold every term is one bare-path row; otherwise each
-//! section whose text or heading trail (its headings from the top down)
-//! holds every term is a row. Terms may also be found in the document's
-//! title and tags, but at least one must be in the section's text or
-//! trail. Body mode always works on sections and adds a snippet.
+//! Matching (PROTOCOL.md): query words follow mark-proto's word rule,
+//! lower-cased, at least 2 characters (`*` matches everything). By default
+//! (all words) a document whose title or tags hold every word is one
+//! bare-path row in catalog mode; otherwise each section whose text or
+//! headings (its own and those above it) hold every word is a row, words
+//! also being found in the document's title and tags as long as one is in
+//! the section's text or headings. With `terms: any` a section needs one of
+//! the words in its text or headings, and ranks higher the more and the
+//! rarer the words it holds; catalog rows still need every word. Body mode
+//! always works on sections and adds a snippet.
 //!
-//! Ranking: BM25 (k1 = 1.2, b = 0.75) over weighted term frequencies: text
-//! ×1, headings ×2, title and tags ×3; documents and sections are scored
-//! against the statistics of their own kind among the candidates (scope and
-//! filters applied). The score is scaled by `0.7 + 0.3 × importance`
-//! (frontmatter `importance` in 0..=1, else 0.5); ties break by path, then
-//! anchor. A section that holds a term itself (in its text or its own
-//! heading) ranks above every section matched only through the headings
-//! above it or the document's title and tags: otherwise a document's title
-//! word matches each of its sections, and the emptiest ones (a `Notes`
-//! heading over dated subsections) would outrank the sections that say
-//! something. Deterministic: no clock, no randomness, sorted iteration.
+//! Ranking: tantivy's BM25 over weighted fields (see [`crate::text_index`]),
+//! scaled by `0.7 + 0.3 × importance` (frontmatter `importance` in 0..=1,
+//! else 0.5); ties break by path, then anchor. A section that holds a word
+//! itself (in its text or its own heading) ranks above every section
+//! matched only through the headings above it or the document's title and
+//! tags: otherwise a document's title word matches each of its sections,
+//! and the emptiest ones (a `Notes` heading over dated subsections) would
+//! outrank the sections that say something. Deterministic: no randomness,
+//! sorted output.
 //!
-//! The index is kept between requests and refreshed lazily: each LOOKUP
-//! walks the scope (one directory read per folder, one `stat` per flat
-//! file) and re-reads only documents whose stamp changed (a new version,
-//! archived state, or a flat file's size or mtime).
+//! The index is kept current by the engine's writes and, for changes made
+//! outside it, by a walk of the store's stamps at most once per re-check
+//! interval; it is never walked per query. `/sha256-…` FETCHes read it too.
 
 use crate::clock::parse_time_or_date;
 use crate::paths::SafePath;
 use crate::store::{Stamp, Store};
+use crate::text_index::{DocumentEntry, SectionEntry, SectionHits, TextIndex};
 use mark_proto::lookup::{LookupRow, LookupTable, query_words, word_spans};
 use mark_proto::{Metadata, Response, Status};
 use markdown_slice::Document;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io;
-use std::ops::Range;
+use std::time::{Duration, SystemTime};
+use tantivy::DocAddress;
 
 pub use mark_proto::lookup::MatchMode;
 
@@ -47,10 +49,6 @@ pub const DEFAULT_IMPORTANCE: f64 = 0.5;
 /// Longest snippet, in bytes as written in the table (escapes included).
 pub const MAX_SNIPPET: usize = 240;
 
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
-const W_HEADING: f64 = 2.0;
-const W_META: f64 = 3.0;
 /// Characters the table writer escapes with a backslash (each costs a byte).
 const ESCAPED: [char; 9] = ['\\', '|', '`', '*', '_', '[', ']', '<', '>'];
 
@@ -85,20 +83,12 @@ pub struct LookupQuery {
     pub limit: usize,
     /// Catalog or body matching.
     pub mode: MatchMode,
-}
-
-/// Word counts of `text`, lower-cased; the second value is the word total.
-fn count_words(text: &str, counts: &mut HashMap<String, u32>) -> u32 {
-    let mut total = 0;
-    for (_, w) in word_spans(text) {
-        *counts.entry(w.to_lowercase()).or_default() += 1;
-        total += 1;
-    }
-    total
+    /// `terms: any`: a row needs one of the words, not all.
+    pub any: bool,
 }
 
 impl LookupQuery {
-    /// Reads `query`, `filter`, `limit` and `match` from request metadata.
+    /// Reads `query`, `filter`, `limit`, `match` and `terms` from request metadata.
     /// The error is one sentence for a `bad-request` body.
     pub fn from_metadata(meta: &Metadata) -> Result<LookupQuery, String> {
         let raw = meta
@@ -161,32 +151,32 @@ impl LookupQuery {
             Some(m) => MatchMode::parse(m)
                 .ok_or_else(|| format!("`match: {m}` must be catalog or body."))?,
         };
+        let any = match meta.get("terms").map(str::trim) {
+            None | Some("all") => false,
+            Some("any") => true,
+            Some(t) => return Err(format!("`terms: {t}` must be all or any.")),
+        };
         Ok(LookupQuery {
             terms,
             filters,
             limit,
             mode,
+            any,
         })
     }
 }
 
-/// One section (or the preamble) of an indexed document.
+/// What LOOKUP keeps of one section outside the text index.
 #[derive(Debug)]
-struct Section {
+struct SectionInfo {
+    ord: u64,
     anchor: Option<String>,
     /// Its own heading text; `None` for the preamble.
     heading: Option<String>,
-    /// Words of its own heading.
-    own_heading: HashMap<String, u32>,
-    /// Words of its own heading and of every heading above it.
-    trail: HashMap<String, u32>,
-    text: HashMap<String, u32>,
-    len: u32,
-    /// Its own text (heading line excluded, subsections excluded) in `body`.
-    range: Range<usize>,
 }
 
-/// What LOOKUP keeps of one document.
+/// What LOOKUP keeps of one document outside the text index (its words
+/// and section texts live in the index only).
 #[derive(Debug)]
 struct IndexedDoc {
     stamp: Stamp,
@@ -195,25 +185,32 @@ struct IndexedDoc {
     importance: f64,
     modified: i64,
     content_hash: String,
-    meta: HashMap<String, u32>,
-    headings: HashMap<String, u32>,
-    text: HashMap<String, u32>,
-    len: u32,
-    sections: Vec<Section>,
-    body: String,
+    /// The catalog row's key.
+    ord: u64,
+    sections: Vec<SectionInfo>,
 }
 
-/// The analysis of one document: everything LOOKUP reads from markdown.
-/// The one place that parses (with `markdown-slice`).
-fn analyze(
-    path: &SafePath,
-    stamp: Stamp,
-    bytes: &[u8],
-    modified: i64,
-    content_hash: String,
-) -> IndexedDoc {
-    let source = String::from_utf8_lossy(bytes).into_owned();
-    let doc = Document::parse(source.as_str());
+/// One section as read from markdown, before it goes into the index.
+struct ParsedSection<'a> {
+    anchor: Option<String>,
+    heading: Option<String>,
+    /// The headings above it, top down, space-separated.
+    trail: String,
+    /// Its own text (heading line excluded, subsections excluded).
+    text: &'a str,
+}
+
+/// Everything LOOKUP reads from one document's markdown. The one place
+/// that parses (with `markdown-slice`).
+struct Parsed<'a> {
+    title: String,
+    tags: Vec<String>,
+    importance: f64,
+    sections: Vec<ParsedSection<'a>>,
+}
+
+fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
+    let doc = Document::parse(source);
     let fm = doc.frontmatter();
     let title = doc
         .title()
@@ -234,98 +231,103 @@ fn analyze(
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|v| (0.0..=1.0).contains(v))
         .unwrap_or(DEFAULT_IMPORTANCE);
-    let mut meta = HashMap::new();
-    count_words(&title, &mut meta);
-    for t in &tags {
-        count_words(t, &mut meta);
-    }
-    let headings_list = doc.headings();
-    let mut sections = Vec::with_capacity(headings_list.len() + 1);
-    let preamble = doc.preamble_range();
-    let mut text_counts = HashMap::new();
-    let mut preamble_counts = HashMap::new();
-    let preamble_len = count_words(&source[preamble.clone()], &mut preamble_counts);
-    if preamble_len > 0 {
-        sections.push(Section {
+    let headings = doc.headings();
+    let mut sections = Vec::with_capacity(headings.len() + 1);
+    let preamble = source.get(doc.preamble_range()).unwrap_or("");
+    if word_spans(preamble).next().is_some() {
+        sections.push(ParsedSection {
             anchor: None,
             heading: None,
-            own_heading: HashMap::new(),
-            trail: HashMap::new(),
-            text: preamble_counts,
-            len: preamble_len,
-            range: preamble,
+            trail: String::new(),
+            text: preamble,
         });
     }
-    let mut heading_counts = HashMap::new();
-    for (i, h) in headings_list.iter().enumerate() {
-        let own_end = headings_list
+    for (i, h) in headings.iter().enumerate() {
+        let own_end = headings
             .get(i + 1)
             .map_or(doc.body_range().end, |next| next.line.start);
-        let range = h.line.end.min(own_end)..own_end;
-        let mut own_heading = HashMap::new();
-        count_words(&h.text, &mut own_heading);
-        let mut trail = own_heading.clone();
-        let mut trail_len = own_heading.values().sum::<u32>();
+        let mut above = Vec::new();
         let mut parent = h.parent;
-        while let Some(p) = parent.and_then(|p| headings_list.get(p)) {
-            trail_len += count_words(&p.text, &mut trail);
+        while let Some(p) = parent.and_then(|p| headings.get(p)) {
+            above.push(p.text.as_str());
             parent = p.parent;
         }
-        count_words(&h.text, &mut heading_counts);
-        let mut text = HashMap::new();
-        let text_len = count_words(source.get(range.clone()).unwrap_or(""), &mut text);
-        sections.push(Section {
+        above.reverse();
+        sections.push(ParsedSection {
             anchor: h.anchor.clone(),
             heading: Some(h.text.clone()),
-            own_heading,
-            trail,
-            text,
-            len: text_len + trail_len,
-            range,
+            trail: above.join(" "),
+            text: source.get(h.line.end.min(own_end)..own_end).unwrap_or(""),
         });
     }
-    let mut len = 0;
-    for s in &sections {
-        for (w, n) in &s.text {
-            *text_counts.entry(w.clone()).or_default() += n;
-            len += n;
-        }
-    }
-    len += heading_counts.values().sum::<u32>() + meta.values().sum::<u32>();
-    IndexedDoc {
-        stamp,
+    Parsed {
         title,
         tags,
         importance,
-        modified,
-        content_hash,
-        meta,
-        headings: heading_counts,
-        text: text_counts,
-        len,
         sections,
-        body: source,
     }
 }
 
-/// The index: one entry per document, refreshed lazily by stamp.
-#[derive(Debug, Default)]
+/// Where an index key points: a document's catalog row or one of its sections.
+#[derive(Debug, Clone)]
+struct RowKey {
+    path: SafePath,
+    section: Option<usize>,
+}
+
+/// Seconds between two re-checks of the folder for changes made outside
+/// the engine, unless set with [`Catalog::set_recheck`].
+pub const DEFAULT_RECHECK: Duration = Duration::from_secs(5);
+
+/// The index: the text index plus what rows need (titles, tags, anchors),
+/// kept current by the engine's own writes ([`Catalog::document_changed`])
+/// and by a re-check of the store's stamps at most once per `recheck`, for
+/// changes made outside the engine (a flat folder's files, another
+/// process). A LOOKUP never walks the store otherwise.
+#[derive(Debug)]
 pub(crate) struct Catalog {
     docs: BTreeMap<SafePath, IndexedDoc>,
+    rows: HashMap<u64, RowKey>,
+    /// Built on first use, so opening an engine stays cheap.
+    index: Option<TextIndex>,
+    next_ord: u64,
+    checked_at: Option<SystemTime>,
+    recheck: Duration,
+}
+
+impl Default for Catalog {
+    fn default() -> Catalog {
+        Catalog {
+            docs: BTreeMap::new(),
+            rows: HashMap::new(),
+            index: None,
+            next_ord: 0,
+            checked_at: None,
+            recheck: DEFAULT_RECHECK,
+        }
+    }
 }
 
 /// Rows of one LOOKUP, ready to write.
 #[derive(Debug)]
 pub(crate) struct LookupResult {
     rows: Vec<LookupRow>,
+    /// Rows found before the limit.
+    total: usize,
 }
 
 impl LookupResult {
-    /// `ok` with `matches: N` (and `match: body` in body mode) and the table.
+    /// `ok` with `matches: N`, `total: N` (and `match: body`, `terms: any`
+    /// when asked) and the table.
     pub(crate) fn into_response(self, query: &LookupQuery) -> Response {
-        let mut resp = Response::new(Status::Ok).with_meta("matches", self.rows.len().to_string());
+        let mut resp = Response::new(Status::Ok)
+            .with_meta("matches", self.rows.len().to_string())
+            .with_meta("total", self.total.to_string());
         if query.mode == MatchMode::Body {
             resp = resp.with_meta("match", MatchMode::Body.as_str());
+        }
+        if query.any {
+            resp = resp.with_meta("terms", "any");
         }
         resp.with_body(mark_proto::lookup::write(&LookupTable {
             mode: query.mode,
@@ -334,89 +336,14 @@ impl LookupResult {
     }
 }
 
-/// BM25 inputs shared by every row of one LOOKUP: one idf per term, from
-/// section-level frequencies (sections are the finer unit, and one idf for
-/// both kinds of row keeps document and section scores on one scale), and
-/// the average lengths of documents and of sections.
-struct Stats {
-    idf: Vec<f64>,
-    avg_doc_len: f64,
-    avg_section_len: f64,
+/// A row before the limit: whether it holds a word itself (see the module
+/// doc), its score, its key, and where its text is (body mode snippets).
+struct Candidate {
+    itself: bool,
+    score: f64,
+    ord: u64,
+    address: Option<DocAddress>,
 }
-
-impl Stats {
-    fn new(terms: &[String], candidates: &[(&SafePath, &IndexedDoc)]) -> Stats {
-        let (mut docs, mut doc_len, mut sections, mut section_len) =
-            (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-        let mut df = vec![0.0f64; terms.len()];
-        for (_, d) in candidates {
-            docs += 1.0;
-            doc_len += f64::from(d.len);
-            for s in &d.sections {
-                sections += 1.0;
-                section_len += f64::from(s.len);
-                for (i, t) in terms.iter().enumerate() {
-                    if has(&d.meta, t) || has(&s.trail, t) || has(&s.text, t) {
-                        df[i] += 1.0;
-                    }
-                }
-            }
-        }
-        let average = |total: f64, n: f64| if n > 0.0 { total / n } else { 1.0 };
-        Stats {
-            idf: df
-                .iter()
-                .map(|df| (1.0 + (sections - df + 0.5) / (df + 0.5)).ln())
-                .collect(),
-            avg_doc_len: average(doc_len, docs),
-            avg_section_len: average(section_len, sections),
-        }
-    }
-
-    /// BM25 of one row of length `len` against units averaging `avg_len`.
-    fn score(&self, terms: &[String], len: u32, avg_len: f64, tf: impl Fn(&str) -> f64) -> f64 {
-        let norm = K1 * (1.0 - B + B * f64::from(len) / avg_len.max(1.0));
-        terms
-            .iter()
-            .zip(&self.idf)
-            .map(|(t, idf)| {
-                let f = tf(t);
-                idf * f * (K1 + 1.0) / (f + norm)
-            })
-            .sum()
-    }
-}
-
-fn has(counts: &HashMap<String, u32>, t: &str) -> bool {
-    counts.contains_key(t)
-}
-
-fn tf(counts: &HashMap<String, u32>, t: &str) -> f64 {
-    f64::from(counts.get(t).copied().unwrap_or(0))
-}
-
-fn section_matches(doc: &IndexedDoc, s: &Section, terms: &[String]) -> bool {
-    terms
-        .iter()
-        .all(|t| has(&doc.meta, t) || has(&s.trail, t) || has(&s.text, t))
-        && terms.iter().any(|t| has(&s.trail, t) || has(&s.text, t))
-}
-
-/// Whether `s` holds one of `terms` itself: in its text or its own heading.
-fn holds_itself(s: &Section, terms: &[String]) -> bool {
-    terms
-        .iter()
-        .any(|t| has(&s.text, t) || has(&s.own_heading, t))
-}
-
-fn section_tf(doc: &IndexedDoc, s: &Section, t: &str) -> f64 {
-    tf(&s.text, t) + W_HEADING * tf(&s.trail, t) + W_META * tf(&doc.meta, t)
-}
-
-fn doc_tf(doc: &IndexedDoc, t: &str) -> f64 {
-    tf(&doc.text, t) + W_HEADING * tf(&doc.headings, t) + W_META * tf(&doc.meta, t)
-}
-
 /// A snippet of `text` around the first query word, one line, at most
 /// [`MAX_SNIPPET`] bytes once escaped.
 fn snippet(text: &str, terms: &Terms) -> String {
@@ -458,41 +385,149 @@ fn snippet(text: &str, terms: &Terms) -> String {
 }
 
 impl Catalog {
-    /// Brings the index up to date for `scope` and returns the documents in it.
-    fn refresh(&mut self, store: &Store, scope: &SafePath) -> io::Result<Vec<SafePath>> {
-        let found = store.walk(scope)?;
-        let mut paths = Vec::with_capacity(found.len());
-        let live: std::collections::BTreeSet<&SafePath> = found.iter().map(|(p, _)| p).collect();
-        self.docs
-            .retain(|p, _| !p.starts_with(scope) || live.contains(p));
+    /// Sets how often changes made outside the engine are looked for.
+    pub(crate) fn set_recheck(&mut self, every: Duration) {
+        self.recheck = every;
+    }
+
+    fn index(&mut self) -> io::Result<&mut TextIndex> {
+        if self.index.is_none() {
+            self.index = Some(TextIndex::new()?);
+        }
+        self.index
+            .as_mut()
+            .ok_or_else(|| io::Error::other("search index missing"))
+    }
+
+    /// Walks the store's stamps when the last walk is older than `recheck`
+    /// (or never happened, or the clock went back), re-reading what changed.
+    fn recheck_if_due(&mut self, store: &Store, now: SystemTime) -> io::Result<()> {
+        let due = self.checked_at.is_none_or(|at| {
+            now.duration_since(at)
+                .map_or(true, |elapsed| elapsed >= self.recheck)
+        });
+        if !due {
+            return Ok(());
+        }
+        let found = store.walk(&SafePath::root())?;
+        let live: BTreeSet<&SafePath> = found.iter().map(|(p, _)| p).collect();
+        let gone: Vec<SafePath> = self
+            .docs
+            .keys()
+            .filter(|p| !live.contains(p))
+            .cloned()
+            .collect();
+        for path in gone {
+            self.forget(&path)?;
+        }
         for (path, stamp) in &found {
             if self.docs.get(path).is_none_or(|d| d.stamp != *stamp) {
-                match store.current(path) {
-                    Ok(Some(snap)) => {
-                        let doc = analyze(
-                            path,
-                            *stamp,
-                            snap.body(),
-                            snap.modified,
-                            snap.content_hash(),
-                        );
-                        self.docs.insert(path.clone(), doc);
-                    }
-                    Ok(None) => {
-                        self.docs.remove(path);
-                        continue;
-                    }
-                    Err(e) => {
-                        // A damaged document stays out of results; VERSIONS reports it.
-                        tracing::warn!(document = %path.decoded(), error = %e, "cannot index a document");
-                        self.docs.remove(path);
-                        continue;
-                    }
-                }
+                self.reindex(store, path, *stamp)?;
             }
-            paths.push(path.clone());
         }
-        Ok(paths)
+        self.checked_at = Some(now);
+        Ok(())
+    }
+
+    /// Brings one document up to date after the engine wrote it.
+    pub(crate) fn document_changed(&mut self, store: &Store, doc: &SafePath) -> io::Result<()> {
+        if self.checked_at.is_none() {
+            // Nothing indexed yet: the first LOOKUP reads everything anyway.
+            return Ok(());
+        }
+        match store.walk(doc)?.into_iter().find(|(p, _)| p == doc) {
+            Some((path, stamp)) => self.reindex(store, &path, stamp),
+            None => self.forget(doc),
+        }
+    }
+
+    fn forget(&mut self, path: &SafePath) -> io::Result<()> {
+        if let Some(old) = self.docs.remove(path) {
+            self.rows.remove(&old.ord);
+            for s in &old.sections {
+                self.rows.remove(&s.ord);
+            }
+            self.index()?.remove(&path.encoded());
+        }
+        Ok(())
+    }
+
+    fn take_ord(&mut self, path: &SafePath, section: Option<usize>) -> u64 {
+        let ord = self.next_ord;
+        self.next_ord += 1;
+        self.rows.insert(
+            ord,
+            RowKey {
+                path: path.clone(),
+                section,
+            },
+        );
+        ord
+    }
+
+    /// Re-reads one document into the index (an archived or damaged one
+    /// is kept out of results; VERSIONS reports damage).
+    fn reindex(&mut self, store: &Store, path: &SafePath, stamp: Stamp) -> io::Result<()> {
+        self.forget(path)?;
+        let snap = match store.current(path) {
+            Ok(Some(snap)) => snap,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                tracing::warn!(document = %path.decoded(), error = %e, "cannot index a document");
+                return Ok(());
+            }
+        };
+        let source = String::from_utf8_lossy(snap.body());
+        let parsed = parse_document(path, &source);
+        let encoded = path.encoded();
+        let meta_text = format!("{} {}", parsed.title, parsed.tags.join(" "));
+        let doc_ord = self.take_ord(path, None);
+        let mut sections = Vec::with_capacity(parsed.sections.len());
+        let indexed = !stamp.archived;
+        for (i, s) in parsed.sections.into_iter().enumerate() {
+            let ord = self.take_ord(path, Some(i));
+            if indexed {
+                self.index()?.add_section(&SectionEntry {
+                    ord,
+                    path: &encoded,
+                    title: &meta_text,
+                    heading: s.heading.as_deref().unwrap_or(""),
+                    trail: &s.trail,
+                    text: s.text,
+                })?;
+            }
+            sections.push(SectionInfo {
+                ord,
+                anchor: s.anchor,
+                heading: s.heading,
+            });
+        }
+        if indexed {
+            let headings: Vec<&str> = sections
+                .iter()
+                .filter_map(|s| s.heading.as_deref())
+                .collect();
+            self.index()?.add_document(&DocumentEntry {
+                ord: doc_ord,
+                path: &encoded,
+                title: &meta_text,
+                headings: &headings.join(" "),
+            })?;
+        }
+        self.docs.insert(
+            path.clone(),
+            IndexedDoc {
+                stamp,
+                title: parsed.title,
+                tags: parsed.tags,
+                importance: parsed.importance,
+                modified: snap.modified,
+                content_hash: snap.content_hash(),
+                ord: doc_ord,
+                sections,
+            },
+        );
+        Ok(())
     }
 
     /// Documents (not archived) whose served body has `content_hash`, by path.
@@ -500,15 +535,14 @@ impl Catalog {
         &mut self,
         store: &Store,
         content_hash: &str,
+        now: SystemTime,
     ) -> io::Result<Vec<SafePath>> {
-        let paths = self.refresh(store, &SafePath::root())?;
-        Ok(paths
-            .into_iter()
-            .filter(|p| {
-                self.docs
-                    .get(p)
-                    .is_some_and(|d| !d.stamp.archived && d.content_hash == content_hash)
-            })
+        self.recheck_if_due(store, now)?;
+        Ok(self
+            .docs
+            .iter()
+            .filter(|(_, d)| !d.stamp.archived && d.content_hash == content_hash)
+            .map(|(p, _)| p.clone())
             .collect())
     }
 
@@ -519,82 +553,126 @@ impl Catalog {
         scope: &SafePath,
         query: &LookupQuery,
         readable: &dyn Fn(&SafePath) -> bool,
+        now: SystemTime,
     ) -> io::Result<LookupResult> {
-        let paths = self.refresh(store, scope)?;
-        let candidates: Vec<(&SafePath, &IndexedDoc)> = paths
-            .iter()
-            .filter_map(|p| self.docs.get(p).map(|d| (p, d)))
-            .filter(|(p, d)| !d.stamp.archived && passes(d, &query.filters) && readable(p))
-            .collect();
-        // Rows carry whether they hold a term themselves (see the module
-        // doc) and the text their snippet comes from; snippets are cut only
-        // for the rows that survive the limit.
-        let mut scored: Vec<(bool, f64, LookupRow, Option<&str>)> = Vec::new();
-        let factor = |d: &IndexedDoc| 0.7 + 0.3 * d.importance;
-        let words: &[String] = match &query.terms {
-            Terms::All => &[],
-            Terms::Words(w) => w,
+        self.recheck_if_due(store, now)?;
+        let index = self.index()?;
+        let searcher = index.searcher()?;
+        let mut allowed: HashMap<SafePath, bool> = HashMap::new();
+        let mut passes_doc = |docs: &BTreeMap<SafePath, IndexedDoc>, path: &SafePath| {
+            *allowed.entry(path.clone()).or_insert_with(|| {
+                path.starts_with(scope)
+                    && docs
+                        .get(path)
+                        .is_some_and(|d| !d.stamp.archived && passes(d, &query.filters))
+                    && readable(path)
+            })
         };
-        let stats = Stats::new(words, &candidates);
-        for (path, doc) in &candidates {
-            let all = matches!(query.terms, Terms::All);
-            let doc_row = query.mode == MatchMode::Catalog
-                && (all || words.iter().all(|t| has(&doc.meta, t)));
-            if doc_row {
-                let score = if all {
-                    1.0
-                } else {
-                    stats.score(words, doc.len, stats.avg_doc_len, |t| doc_tf(doc, t))
-                };
-                scored.push((
-                    true,
-                    score * factor(doc),
-                    LookupRow::document(
-                        path.encoded(),
-                        doc.importance,
-                        doc.title.clone(),
-                        doc.tags.clone(),
-                    ),
-                    None,
-                ));
-                continue;
-            }
-            for s in &doc.sections {
-                if !(all || section_matches(doc, s, words)) {
+        let mut candidates: Vec<Candidate> = Vec::new();
+        let index = self
+            .index
+            .as_mut()
+            .ok_or_else(|| io::Error::other("search index missing"))?;
+        let mut with_doc_row: BTreeSet<SafePath> = BTreeSet::new();
+        if query.mode == MatchMode::Catalog {
+            let hits = match &query.terms {
+                Terms::All => self
+                    .docs
+                    .values()
+                    .map(|d| (d.ord, 1.0, None))
+                    .collect::<Vec<_>>(),
+                Terms::Words(words) => index
+                    .documents(&searcher, words)?
+                    .into_iter()
+                    .map(|h| (h.ord, f64::from(h.score), None))
+                    .collect(),
+            };
+            for (ord, score, address) in hits {
+                let Some(key) = self.rows.get(&ord) else {
                     continue;
+                };
+                if passes_doc(&self.docs, &key.path) {
+                    with_doc_row.insert(key.path.clone());
+                    candidates.push(Candidate {
+                        itself: true,
+                        score,
+                        ord,
+                        address,
+                    });
                 }
-                let score = if all {
-                    1.0
-                } else {
-                    stats.score(words, s.len, stats.avg_section_len, |t| {
-                        section_tf(doc, s, t)
-                    })
-                };
-                let title = match &s.heading {
-                    Some(h) => format!("{} › {h}", doc.title),
-                    None => doc.title.clone(),
-                };
-                let mut row =
-                    LookupRow::document(path.encoded(), doc.importance, title, doc.tags.clone());
-                row.anchor = s.anchor.clone();
-                let source = (query.mode == MatchMode::Body)
-                    .then(|| doc.body.get(s.range.clone()).unwrap_or(""));
-                let itself = all || holds_itself(s, words);
-                scored.push((itself, score * factor(doc), row, source));
             }
         }
-        scored.sort_by(|(ia, sa, a, _), (ib, sb, b, _)| {
-            ib.cmp(ia)
-                .then_with(|| sb.total_cmp(sa))
+        if !(query.mode == MatchMode::Catalog && query.terms == Terms::All) {
+            let found = match &query.terms {
+                Terms::All => SectionHits {
+                    hits: index.all_sections(&searcher)?,
+                    itself: HashSet::new(),
+                },
+                Terms::Words(words) => index.sections(&searcher, words, query.any)?,
+            };
+            let all = query.terms == Terms::All;
+            for h in found.hits {
+                let Some(key) = self.rows.get(&h.ord) else {
+                    continue;
+                };
+                if with_doc_row.contains(&key.path) || !passes_doc(&self.docs, &key.path) {
+                    continue;
+                }
+                candidates.push(Candidate {
+                    itself: all || found.itself.contains(&h.ord),
+                    score: if all { 1.0 } else { f64::from(h.score) },
+                    ord: h.ord,
+                    address: Some(h.address),
+                });
+            }
+        }
+        let factor = |d: &IndexedDoc| 0.7 + 0.3 * d.importance;
+        let mut rows: Vec<(Candidate, LookupRow)> = candidates
+            .into_iter()
+            .filter_map(|mut c| {
+                let key = self.rows.get(&c.ord)?;
+                let doc = self.docs.get(&key.path)?;
+                c.score *= factor(doc);
+                let mut row = LookupRow::document(
+                    key.path.encoded(),
+                    doc.importance,
+                    doc.title.clone(),
+                    doc.tags.clone(),
+                );
+                if let Some(s) = key.section.and_then(|i| doc.sections.get(i)) {
+                    row.anchor = s.anchor.clone();
+                    if let Some(h) = &s.heading {
+                        row.title = format!("{} › {h}", doc.title);
+                    }
+                }
+                Some((c, row))
+            })
+            .collect();
+        rows.sort_by(|(ca, a), (cb, b)| {
+            cb.itself
+                .cmp(&ca.itself)
+                .then_with(|| cb.score.total_cmp(&ca.score))
                 .then_with(|| a.path.cmp(&b.path))
                 .then_with(|| a.anchor.cmp(&b.anchor))
         });
-        scored.truncate(query.limit);
+        let total = rows.len();
+        rows.truncate(query.limit);
+        let index = self
+            .index
+            .as_ref()
+            .ok_or_else(|| io::Error::other("search index missing"))?;
         Ok(LookupResult {
-            rows: scored
+            total,
+            rows: rows
                 .into_iter()
-                .map(|(_, _, mut row, source)| {
-                    row.snippet = source.map(|text| snippet(text, &query.terms));
+                .map(|(c, mut row)| {
+                    if query.mode == MatchMode::Body {
+                        let text = c
+                            .address
+                            .map(|a| index.section_text(&searcher, a))
+                            .unwrap_or_default();
+                        row.snippet = Some(snippet(&text, &query.terms));
+                    }
                     row
                 })
                 .collect(),
@@ -691,16 +769,10 @@ mod tests {
     }
 
     #[test]
-    fn analysis_splits_sections_with_trails_and_reads_frontmatter() {
+    fn parsing_splits_sections_with_trails_and_reads_frontmatter() {
         let text = "---\ntitle: T\ntags: [a, b]\nimportance: 0.25\n---\nIntro words.\n\n# Top\n\nTop text.\n\n## Sub\n\nSub text.\n";
         let path = SafePath::parse("/d.md").unwrap();
-        let stamp = Stamp {
-            version: 1,
-            archived: false,
-            len: 0,
-            mtime_ns: 0,
-        };
-        let d = analyze(&path, stamp, text.as_bytes(), 0, String::new());
+        let d = parse_document(&path, text);
         assert_eq!(
             (d.title.as_str(), d.tags.clone(), d.importance),
             ("T", vec!["a".to_string(), "b".to_string()], 0.25)
@@ -708,24 +780,20 @@ mod tests {
         let anchors: Vec<Option<&str>> = d.sections.iter().map(|s| s.anchor.as_deref()).collect();
         assert_eq!(anchors, [None, Some("top"), Some("sub")]);
         let sub = &d.sections[2];
-        assert!(has(&sub.trail, "top") && has(&sub.trail, "sub"));
-        assert!(
-            has(&sub.text, "text") && !has(&sub.text, "top"),
-            "own text only"
+        assert_eq!(
+            (sub.heading.as_deref(), sub.trail.as_str()),
+            (Some("Sub"), "Top")
         );
-        assert_eq!(d.body.get(sub.range.clone()).unwrap().trim(), "Sub text.");
-        assert!(section_matches(&d, sub, &["top".into(), "text".into()]));
-        assert!(
-            !section_matches(&d, sub, &["a".into()]),
-            "a title or tag alone does not make a section row"
-        );
-        let untitled = analyze(
-            &SafePath::parse("/x/n.md").unwrap(),
-            stamp,
-            b"no headings",
-            0,
-            String::new(),
-        );
+        assert_eq!(sub.text.trim(), "Sub text.", "own text only");
+        let untitled = parse_document(&SafePath::parse("/x/n.md").unwrap(), "no headings");
         assert_eq!(untitled.title, "n.md");
+    }
+
+    #[test]
+    fn terms_any_or_all() {
+        let q = |t: &str| LookupQuery::from_metadata(&meta(&[("query", "xx"), ("terms", t)]));
+        assert!(q("any").unwrap().any);
+        assert!(!q("all").unwrap().any);
+        assert!(q("some").is_err());
     }
 }

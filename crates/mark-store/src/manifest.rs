@@ -25,10 +25,11 @@ pub(crate) fn generate(name: &str, mode: StoreMode, max_document_bytes: usize) -
          - FETCH /path: a document; `/path/vN` for version N; `/sha256-<hex>` by content hash; conditional with `if-none-match`\n\
          - LIST /dir/: a folder, paged (`page-size`, `cursor`)\n\
          - VERSIONS /path: the history, with its hash chain checked\n\
-         - LOOKUP /scope: ranked search (`query`, `filter`, `limit`, `match`)\n\
+         - LOOKUP /scope: ranked search (`query`, `filter`, `limit`, `match`, `terms: any`)\n\
          {writes}\n\
          ## Capabilities\n\n\
          - lookup-match: catalog, body\n\
+         - lookup-terms: all, any\n\
          - store: {store}\n\
          - max-document-bytes: {max_document_bytes}\n\
          - list-page-size: {MAX_LIST_PAGE}\n\n\
@@ -45,7 +46,9 @@ mod tests {
     fn names_the_capabilities() {
         let m = generate("kb", StoreMode::Flat, 10);
         assert!(m.starts_with("# kb\n"));
-        assert!(m.contains("## Capabilities\n\n- lookup-match: catalog, body\n"));
+        assert!(m.contains(
+            "## Capabilities\n\n- lookup-match: catalog, body\n- lookup-terms: all, any\n"
+        ));
         assert!(!m.contains("PUBLISH"));
         assert!(generate("kb", StoreMode::Versioned, 10).contains("PUBLISH"));
     }

@@ -6,6 +6,7 @@ mod support;
 
 use mark_proto::lookup::{LookupTable, MatchMode};
 use mark_proto::{Request, Response, Status, Verb};
+use sha2::Digest;
 use support::{Store, at, ok};
 
 const RUST: &str = "---\ntitle: Rust Guide\ntags: [rust, language]\nimportance: 0.9\n---\n# Rust Guide\n\nIntro text about ownership.\n\n## Install\n\nUse rustup to install the toolchain.\n\n## Async\n\nTokio runs futures. QUIC needs async.\n";
@@ -366,15 +367,127 @@ fn flat_folders_are_searched_the_same_way() {
         at(0),
     );
     assert_eq!(targets(&r), ["/guide/rust.md", "/notes/quic.md#handshake"]);
-    // A changed file is re-read (its size and mtime changed).
+    // A changed file is re-read (its size and mtime changed), but only at
+    // the next re-check: a LOOKUP never walks the folder by itself.
     std::fs::write(
         dir.path().join("notes/quic.md"),
         "# QUIC\n\nno mention now, but a longer body\n",
     )
     .unwrap();
-    let r = engine.handle(
-        &Request::new(Verb::Lookup, "/").with_meta("query", "rust"),
-        at(0),
+    std::fs::write(dir.path().join("new.md"), "# New\n\nrust here too\n").unwrap();
+    let rust = |secs| {
+        targets(&engine.handle(
+            &Request::new(Verb::Lookup, "/").with_meta("query", "rust"),
+            at(secs),
+        ))
+    };
+    assert_eq!(
+        rust(1),
+        ["/guide/rust.md", "/notes/quic.md#handshake"],
+        "within the re-check interval the index is not walked"
     );
-    assert_eq!(targets(&r), ["/guide/rust.md"]);
+    assert_eq!(rust(6), ["/guide/rust.md", "/new.md#new"]);
+    std::fs::remove_file(dir.path().join("new.md")).unwrap();
+    assert_eq!(rust(12), ["/guide/rust.md"]);
+}
+
+#[test]
+fn any_word_queries_rank_rows_holding_more_and_rarer_words_and_say_so() {
+    let s = Store::new();
+    ok(&s.publish(
+        "/pier.md",
+        "# Pier\n\nPier is the deploy service.\n\n## Hosts\n\nHosts pull their deploy work from Pier every minute.\n",
+    ));
+    ok(&s.publish(
+        "/other.md",
+        "# Other\n\nThe work of hosts is described elsewhere.\n",
+    ));
+    ok(&s.publish("/noise.md", "# Noise\n\nwork work work\n"));
+    let q = "What is Pier, and how do hosts get their deploy work?";
+    let all = lookup(&s, "/", &[("query", q), ("match", "body")]);
+    assert_eq!(all.meta("terms"), None, "all-words is not echoed");
+    assert_eq!(table(&all).rows.len(), 0, "no section holds every word");
+    assert_eq!(all.meta("total"), Some("0"));
+    let any = lookup(
+        &s,
+        "/",
+        &[
+            ("query", q),
+            ("match", "body"),
+            ("terms", "any"),
+            ("limit", "2"),
+        ],
+    );
+    assert_eq!(any.meta("terms"), Some("any"));
+    assert_eq!(targets(&any), ["/pier.md#hosts", "/pier.md#pier"]);
+    assert_eq!(
+        (any.meta("matches"), any.meta("total")),
+        (Some("2"), Some("4")),
+        "matches is the rows returned, total the rows found"
+    );
+}
+
+#[test]
+fn any_word_mode_ranks_exact_forms_above_stemmed_ones_and_phrases_first() {
+    let s = Store::new();
+    ok(&s.publish(
+        "/fs.md",
+        "# fs\n\n## File descriptors\n\nA callback gets the file descriptor; fs functions take a callback.\n\n## fs.readFile(path, callback)\n\nReads the whole file.\n\n## Callbacks\n\nAll the callbacks run later.\n",
+    ));
+    ok(&s.publish("/dates.md", "# Log\n\n## Monday\n\nOn 2023-11-20 we shipped.\n\n## Tuesday\n\n20 people met on 2023-12-11.\n"));
+    let top = |query: &str| {
+        targets(&lookup(
+            &s,
+            "/",
+            &[("query", query), ("match", "body"), ("terms", "any")],
+        ))
+    };
+    assert_eq!(
+        top("fs.readFile callback")[0],
+        "/fs.md#fsreadfilepath-callback"
+    );
+    assert_eq!(top("2023-11-20")[0], "/dates.md#monday");
+    let callback = top("callback");
+    assert_eq!(
+        callback,
+        [
+            "/fs.md#fsreadfilepath-callback",
+            "/fs.md#file-descriptors",
+            "/fs.md#callbacks"
+        ],
+        "the heading first; the stemmed form matches in any mode, below the exact ones"
+    );
+    assert_eq!(
+        targets(&lookup(
+            &s,
+            "/",
+            &[("query", "callback"), ("match", "body")]
+        ))
+        .len(),
+        2,
+        "all-words recall stays on exact words"
+    );
+}
+
+#[test]
+fn sha256_fetch_and_lookup_follow_writes_without_a_walk() {
+    let s = store();
+    assert!(targets(&lookup(&s, "/", &[("query", "heron")])).is_empty());
+    let body = "# Heron\n\nA heron landed.\n";
+    ok(&s.publish("/birds/heron.md", body));
+    assert_eq!(
+        targets(&lookup(&s, "/", &[("query", "heron"), ("match", "body")])),
+        ["/birds/heron.md#heron"],
+        "a write is indexed at once"
+    );
+    let hash = hex::encode(sha2::Sha256::digest(body.as_bytes()));
+    let fetched = s.handle(Request::new(Verb::Fetch, format!("/sha256-{hash}")));
+    assert_eq!(fetched.status, Status::Ok);
+    assert_eq!(fetched.text().unwrap(), body);
+    ok(&s.publish("/birds/heron.md", "# Heron\n\nGone now.\n"));
+    assert_eq!(
+        s.handle(Request::new(Verb::Fetch, format!("/sha256-{hash}")))
+            .status,
+        Status::NotFound
+    );
 }

@@ -1,0 +1,567 @@
+//! The tantivy index behind LOOKUP, in RAM: one tantivy document per
+//! section (its own text, its own heading, the headings above it, the
+//! document's title and tags) and one per document (title and tags, all its
+//! headings) for catalog rows.
+//!
+//! Words are mark-proto's word rule ([`word_spans`], lower-cased, no length
+//! cut-off, so a long identifier stays one word). Each text field has an
+//! English-stemmed twin that only ranks, and only in any-word mode: all-words
+//! recall uses the exact fields, so the wire default finds what it always
+//! found. Scores are BM25 per field with boosts: the own heading above the
+//! title and tags, above the text, above the headings above; a stemmed field
+//! weighs [`STEM`] of its exact twin, so exact forms rank first. Each pair
+//! of adjacent query words is also a phrase query on text and heading, so
+//! `fs.readFile` or `2023-11-20` rank the sections holding that run first.
+//!
+//! Writes are buffered and committed before the next search, so a burst of
+//! PUBLISHes costs one commit.
+
+use mark_proto::lookup::word_spans;
+use std::collections::HashSet;
+use std::io;
+use tantivy::collector::{Collector, SegmentCollector};
+use tantivy::columnar::Column;
+use tantivy::indexer::IndexWriterOptions;
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query, TermQuery,
+};
+use tantivy::schema::{
+    FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
+};
+use tantivy::tokenizer::{Language, Stemmer, TextAnalyzer, Token, TokenStream, Tokenizer};
+use tantivy::{
+    DocAddress, DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher,
+    SegmentOrdinal, SegmentReader, TantivyDocument, Term,
+};
+
+const WORDS: &str = "mark_words";
+const STEMMED: &str = "mark_words_en";
+/// Boosts per field (BM25 scores are summed over the matching clauses).
+const W_HEADING: Score = 3.0;
+const W_TITLE: Score = 2.0;
+const W_TEXT: Score = 1.0;
+const W_TRAIL: Score = 0.5;
+/// A stemmed field's weight relative to its exact twin.
+const STEM: Score = 0.4;
+/// Extra weight of two adjacent query words found adjacent, per field weight.
+const W_PHRASE: Score = 1.0;
+/// A catalog row's weight: every word in the title and tags is the
+/// strongest signal catalog mode has, so such a row ranks above sections.
+const W_DOCUMENT: Score = 2.0;
+/// Indexing memory (tantivy's minimum per thread is 15 MB).
+const WRITER_BYTES: usize = 20_000_000;
+
+/// mark-proto's word rule as a tantivy tokenizer: runs of letters, digits
+/// and `_`, lower-cased, positions counted in words.
+#[derive(Clone, Default)]
+struct WordTokenizer;
+
+struct WordStream {
+    tokens: Vec<Token>,
+    next: usize,
+}
+
+impl Tokenizer for WordTokenizer {
+    type TokenStream<'a> = WordStream;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> WordStream {
+        let tokens = word_spans(text)
+            .enumerate()
+            .map(|(position, (start, w))| Token {
+                offset_from: start,
+                offset_to: start + w.len(),
+                position,
+                text: w.to_lowercase(),
+                position_length: 1,
+            })
+            .collect();
+        WordStream { tokens, next: 0 }
+    }
+}
+
+impl TokenStream for WordStream {
+    fn advance(&mut self) -> bool {
+        if self.next < self.tokens.len() {
+            self.next += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn token(&self) -> &Token {
+        &self.tokens[self.next.saturating_sub(1)]
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.tokens[self.next.saturating_sub(1)]
+    }
+}
+
+/// An exact field and its stemmed twin.
+#[derive(Clone, Copy)]
+struct Pair {
+    exact: Field,
+    stemmed: Field,
+    weight: Score,
+}
+
+#[derive(Clone, Copy)]
+struct Fields {
+    kind: Field,
+    path: Field,
+    ord: Field,
+    body: Field,
+    title: Pair,
+    heading: Pair,
+    trail: Pair,
+    text: Pair,
+}
+
+const SECTION: &str = "s";
+const DOCUMENT: &str = "d";
+
+/// One section to index.
+pub(crate) struct SectionEntry<'a> {
+    /// The caller's key for this row.
+    pub ord: u64,
+    /// The document's encoded path (its sections are removed by it).
+    pub path: &'a str,
+    /// The document's title and tags.
+    pub title: &'a str,
+    /// The section's own heading ("" for a preamble).
+    pub heading: &'a str,
+    /// The headings above it.
+    pub trail: &'a str,
+    /// Its own text (subsections excluded); also kept for snippets.
+    pub text: &'a str,
+}
+
+/// One document's catalog entry.
+pub(crate) struct DocumentEntry<'a> {
+    /// The caller's key for this row.
+    pub ord: u64,
+    /// The document's encoded path.
+    pub path: &'a str,
+    /// Its title and tags.
+    pub title: &'a str,
+    /// All its headings.
+    pub headings: &'a str,
+}
+
+/// One matching row: the caller's key, the score, where to read it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hit {
+    pub ord: u64,
+    pub score: Score,
+    pub address: DocAddress,
+}
+
+/// Section hits, and which of them hold a word in their own text or heading.
+pub(crate) struct SectionHits {
+    pub hits: Vec<Hit>,
+    pub itself: HashSet<u64>,
+}
+
+/// The index and its one writer.
+pub(crate) struct TextIndex {
+    fields: Fields,
+    writer: IndexWriter,
+    reader: IndexReader,
+    stemmer: TextAnalyzer,
+    uncommitted: bool,
+}
+
+impl std::fmt::Debug for TextIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextIndex").finish_non_exhaustive()
+    }
+}
+
+fn io_error(e: tantivy::TantivyError) -> io::Error {
+    io::Error::other(format!("search index: {e}"))
+}
+
+impl TextIndex {
+    /// An empty index in RAM.
+    pub(crate) fn new() -> io::Result<TextIndex> {
+        let mut schema = Schema::builder();
+        let text_options = |tokenizer: &str| {
+            TextOptions::default().set_indexing_options(
+                TextFieldIndexing::default()
+                    .set_tokenizer(tokenizer)
+                    .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+            )
+        };
+        let mut pair = |name: &str, weight: Score| Pair {
+            exact: schema.add_text_field(name, text_options(WORDS)),
+            stemmed: schema.add_text_field(&format!("{name}_en"), text_options(STEMMED)),
+            weight,
+        };
+        let (title, heading, trail, text) = (
+            pair("title", W_TITLE),
+            pair("heading", W_HEADING),
+            pair("trail", W_TRAIL),
+            pair("text", W_TEXT),
+        );
+        let fields = Fields {
+            kind: schema.add_text_field("kind", STRING),
+            path: schema.add_text_field("path", STRING),
+            ord: schema.add_u64_field("ord", FAST),
+            body: schema.add_text_field("body", STORED),
+            title,
+            heading,
+            trail,
+            text,
+        };
+        let index = Index::create_in_ram(schema.build());
+        let stemmer = TextAnalyzer::builder(WordTokenizer)
+            .filter(Stemmer::new(Language::English))
+            .build();
+        index
+            .tokenizers()
+            .register(WORDS, TextAnalyzer::from(WordTokenizer));
+        index.tokenizers().register(STEMMED, stemmer.clone());
+        let writer = index
+            .writer_with_options(
+                IndexWriterOptions::builder()
+                    .memory_budget_per_thread(WRITER_BYTES)
+                    .num_worker_threads(1)
+                    .num_merge_threads(1)
+                    .build(),
+            )
+            .map_err(io_error)?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(io_error)?;
+        Ok(TextIndex {
+            fields,
+            writer,
+            reader,
+            stemmer,
+            uncommitted: false,
+        })
+    }
+
+    fn add_pair(doc: &mut TantivyDocument, pair: Pair, text: &str) {
+        doc.add_text(pair.exact, text);
+        doc.add_text(pair.stemmed, text);
+    }
+
+    /// Adds a section (visible after the next search's commit).
+    pub(crate) fn add_section(&mut self, s: &SectionEntry<'_>) -> io::Result<()> {
+        let f = self.fields;
+        let mut doc = TantivyDocument::default();
+        doc.add_text(f.kind, SECTION);
+        doc.add_text(f.path, s.path);
+        doc.add_u64(f.ord, s.ord);
+        doc.add_text(f.body, s.text);
+        Self::add_pair(&mut doc, f.title, s.title);
+        Self::add_pair(&mut doc, f.heading, s.heading);
+        Self::add_pair(&mut doc, f.trail, s.trail);
+        Self::add_pair(&mut doc, f.text, s.text);
+        self.add(doc)
+    }
+
+    /// Adds a document's catalog entry.
+    pub(crate) fn add_document(&mut self, d: &DocumentEntry<'_>) -> io::Result<()> {
+        let f = self.fields;
+        let mut doc = TantivyDocument::default();
+        doc.add_text(f.kind, DOCUMENT);
+        doc.add_text(f.path, d.path);
+        doc.add_u64(f.ord, d.ord);
+        Self::add_pair(&mut doc, f.title, d.title);
+        Self::add_pair(&mut doc, f.heading, d.headings);
+        self.add(doc)
+    }
+
+    fn add(&mut self, doc: TantivyDocument) -> io::Result<()> {
+        self.writer.add_document(doc).map_err(io_error)?;
+        self.uncommitted = true;
+        Ok(())
+    }
+
+    /// Removes every entry of the document at `path`.
+    pub(crate) fn remove(&mut self, path: &str) {
+        self.writer
+            .delete_term(Term::from_field_text(self.fields.path, path));
+        self.uncommitted = true;
+    }
+
+    /// A searcher over everything added so far.
+    pub(crate) fn searcher(&mut self) -> io::Result<Searcher> {
+        if self.uncommitted {
+            self.writer.commit().map_err(io_error)?;
+            self.reader.reload().map_err(io_error)?;
+            self.uncommitted = false;
+        }
+        Ok(self.reader.searcher())
+    }
+
+    /// The stored text of a section hit.
+    pub(crate) fn section_text(&self, searcher: &Searcher, address: DocAddress) -> String {
+        searcher
+            .doc::<TantivyDocument>(address)
+            .ok()
+            .and_then(|d| {
+                d.get_first(self.fields.body)
+                    .and_then(|v| v.as_str().map(str::to_string))
+            })
+            .unwrap_or_default()
+    }
+
+    fn stem(&self, word: &str) -> String {
+        let mut analyzer = self.stemmer.clone();
+        let mut stream = analyzer.token_stream(word);
+        if stream.advance() {
+            stream.token().text.clone()
+        } else {
+            word.to_string()
+        }
+    }
+
+    fn kind(&self, kind: &str) -> (Occur, Box<dyn Query>) {
+        let term = TermQuery::new(
+            Term::from_field_text(self.fields.kind, kind),
+            IndexRecordOption::Basic,
+        );
+        (
+            Occur::Must,
+            Box::new(ConstScoreQuery::new(Box::new(term), 0.0)),
+        )
+    }
+
+    /// `word` in `pair`'s exact field, and in its stemmed one when `stemmed`.
+    fn word_in(&self, pair: Pair, word: &str, stemmed: bool) -> Vec<(Occur, Box<dyn Query>)> {
+        let term = |field: Field, text: &str, weight: Score| -> (Occur, Box<dyn Query>) {
+            let q = TermQuery::new(
+                Term::from_field_text(field, text),
+                IndexRecordOption::WithFreqs,
+            );
+            (
+                Occur::Should,
+                Box::new(BoostQuery::new(Box::new(q), weight)),
+            )
+        };
+        let mut out = vec![term(pair.exact, word, pair.weight)];
+        if stemmed {
+            out.push(term(pair.stemmed, &self.stem(word), pair.weight * STEM));
+        }
+        out
+    }
+
+    fn any_of(clauses: Vec<(Occur, Box<dyn Query>)>) -> Box<dyn Query> {
+        Box::new(BooleanQuery::new(clauses))
+    }
+
+    /// Adjacent query words found adjacent in the text or heading.
+    fn phrases(&self, words: &[String]) -> Vec<(Occur, Box<dyn Query>)> {
+        let mut out: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for pair in words.windows(2) {
+            for field in [self.fields.text, self.fields.heading] {
+                let q = PhraseQuery::new(
+                    pair.iter()
+                        .map(|w| Term::from_field_text(field.exact, w))
+                        .collect(),
+                );
+                out.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(Box::new(q), W_PHRASE * field.weight)),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Sections matching `words`: with `any`, every section holding one of
+    /// them in its text or headings; else every section whose text,
+    /// headings, title or tags hold them all, one at least in its text or
+    /// headings.
+    pub(crate) fn sections(
+        &mut self,
+        searcher: &Searcher,
+        words: &[String],
+        any: bool,
+    ) -> io::Result<SectionHits> {
+        let f = self.fields;
+        let own = [f.heading, f.text];
+        let located = [f.heading, f.text, f.trail];
+        let mut clauses = vec![self.kind(SECTION)];
+        let in_section: Vec<(Occur, Box<dyn Query>)> = words
+            .iter()
+            .flat_map(|w| located.iter().flat_map(|p| self.word_in(*p, w, any)))
+            .collect();
+        clauses.push((Occur::Must, Self::any_of(in_section)));
+        if any {
+            clauses.extend(words.iter().flat_map(|w| self.word_in(f.title, w, true)));
+        } else {
+            // Every word somewhere; scores come from these clauses too.
+            for w in words {
+                let anywhere = [f.title, f.heading, f.text, f.trail]
+                    .iter()
+                    .flat_map(|p| self.word_in(*p, w, false))
+                    .collect();
+                clauses.push((Occur::Must, Self::any_of(anywhere)));
+            }
+        }
+        clauses.extend(self.phrases(words));
+        let hits = searcher
+            .search(&BooleanQuery::new(clauses), &AllHits)
+            .map_err(io_error)?;
+        let itself_query = BooleanQuery::new(vec![
+            self.kind(SECTION),
+            (
+                Occur::Must,
+                Self::any_of(
+                    words
+                        .iter()
+                        .flat_map(|w| own.iter().flat_map(|p| self.word_in(*p, w, any)))
+                        .collect(),
+                ),
+            ),
+        ]);
+        let itself = searcher
+            .search(&itself_query, &AllHits)
+            .map_err(io_error)?
+            .into_iter()
+            .map(|h| h.ord)
+            .collect();
+        Ok(SectionHits { hits, itself })
+    }
+
+    /// Documents whose title and tags hold every one of `words`.
+    pub(crate) fn documents(
+        &mut self,
+        searcher: &Searcher,
+        words: &[String],
+    ) -> io::Result<Vec<Hit>> {
+        let f = self.fields;
+        let mut clauses = vec![self.kind(DOCUMENT)];
+        for w in words {
+            clauses.push((Occur::Must, Self::any_of(self.word_in(f.title, w, false))));
+            clauses.extend(self.word_in(f.heading, w, false));
+        }
+        let query = BoostQuery::new(Box::new(BooleanQuery::new(clauses)), W_DOCUMENT);
+        searcher.search(&query, &AllHits).map_err(io_error)
+    }
+
+    /// Every section (`*` in body mode), unscored.
+    pub(crate) fn all_sections(&mut self, searcher: &Searcher) -> io::Result<Vec<Hit>> {
+        searcher
+            .search(&BooleanQuery::new(vec![self.kind(SECTION)]), &AllHits)
+            .map_err(io_error)
+    }
+}
+
+/// Collects every match with its score (LOOKUP filters and counts them all).
+struct AllHits;
+
+struct SegmentHits {
+    segment: SegmentOrdinal,
+    ord: Column<u64>,
+    hits: Vec<Hit>,
+}
+
+impl Collector for AllHits {
+    type Fruit = Vec<Hit>;
+    type Child = SegmentHits;
+
+    fn for_segment(
+        &self,
+        segment: SegmentOrdinal,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<SegmentHits> {
+        Ok(SegmentHits {
+            segment,
+            ord: reader.fast_fields().u64("ord")?,
+            hits: Vec::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        true
+    }
+
+    fn merge_fruits(&self, fruits: Vec<Vec<Hit>>) -> tantivy::Result<Vec<Hit>> {
+        Ok(fruits.into_iter().flatten().collect())
+    }
+}
+
+impl SegmentCollector for SegmentHits {
+    type Fruit = Vec<Hit>;
+
+    fn collect(&mut self, doc: DocId, score: Score) {
+        if let Some(ord) = self.ord.first(doc) {
+            self.hits.push(Hit {
+                ord,
+                score,
+                address: DocAddress::new(self.segment, doc),
+            });
+        }
+    }
+
+    fn harvest(self) -> Vec<Hit> {
+        self.hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(ws: &[&str]) -> Vec<String> {
+        ws.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn tokens_follow_the_word_rule_without_a_length_cut() {
+        let long = "a".repeat(60);
+        let text = format!("fs.readFile(path) {long} ERR_INVALID_ARG_TYPE");
+        let mut t = WordTokenizer;
+        let mut s = t.token_stream(&text);
+        let mut got = Vec::new();
+        while s.advance() {
+            got.push(s.token().text.clone());
+        }
+        assert_eq!(
+            got,
+            [
+                "fs",
+                "readfile",
+                "path",
+                long.as_str(),
+                "err_invalid_arg_type"
+            ]
+        );
+    }
+
+    #[test]
+    fn stemmed_forms_rank_only_in_any_mode_and_below_exact_ones() {
+        let mut index = TextIndex::new().unwrap();
+        for (ord, text) in [(1, "callbacks run later"), (2, "a callback runs")] {
+            index
+                .add_section(&SectionEntry {
+                    ord,
+                    path: "/a.md",
+                    title: "A",
+                    heading: "",
+                    trail: "",
+                    text,
+                })
+                .unwrap();
+        }
+        let searcher = index.searcher().unwrap();
+        let all = index
+            .sections(&searcher, &words(&["callback"]), false)
+            .unwrap();
+        assert_eq!(all.hits.iter().map(|h| h.ord).collect::<Vec<_>>(), [2]);
+        let mut any = index
+            .sections(&searcher, &words(&["callback"]), true)
+            .unwrap()
+            .hits;
+        any.sort_by(|a, b| b.score.total_cmp(&a.score));
+        assert_eq!(any.iter().map(|h| h.ord).collect::<Vec<_>>(), [2, 1]);
+    }
+}
