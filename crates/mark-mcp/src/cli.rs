@@ -198,8 +198,27 @@ fn body_arg(body: String) -> Result<String, ToolText> {
     Ok(s)
 }
 
+impl Verb {
+    /// The name of a verb that writes to the source, `None` for a read.
+    fn write_name(&self) -> Option<&'static str> {
+        match self {
+            Verb::Publish(_) => Some("publish"),
+            Verb::Append(_) => Some("append"),
+            Verb::Archive(_) => Some("archive"),
+            _ => None,
+        }
+    }
+}
+
 /// Runs one verb that needs a source (every verb but `open` on a file).
-pub async fn run(session: &Session, verb: Verb) -> ToolText {
+/// `write` is `--write`: one rule for both faces and every source, as the
+/// MCP server offers its write tools only with it.
+pub async fn run(session: &Session, verb: Verb, write: bool) -> ToolText {
+    if !write && let Some(name) = verb.write_name() {
+        return ToolText::error(format!(
+            "{name} writes to the source, and writes need --write: run `mark-mcp --write … {name} …`"
+        ));
+    }
     let now = Instant::now();
     match verb {
         Verb::Fetch(p) => fetch(session, p, now).await,

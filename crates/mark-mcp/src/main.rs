@@ -74,7 +74,7 @@ async fn run(mut cli: Cli) -> ExitCode {
         return serve(session, cli.write).await;
     };
     let is_open = matches!(verb, Verb::Open(_));
-    let result = cli::run(&session, verb).await;
+    let result = cli::run(&session, verb, cli.write).await;
     if is_open && !cli.json && !result.is_error {
         print!("{}", result.text);
     } else {

@@ -44,7 +44,7 @@ pub struct ArchiveParams {
 
 /// Publishes a new version of a document.
 pub async fn publish(session: &Session, params: PublishParams) -> ToolText {
-    let path = match session.path_of(&params.url) {
+    let path = match document_path(session, &params.url, "publish") {
         Ok(p) => p,
         Err(t) => return t,
     };
@@ -56,7 +56,7 @@ pub async fn publish(session: &Session, params: PublishParams) -> ToolText {
 
 /// Appends to the current version of a document.
 pub async fn append(session: &Session, params: AppendParams, now: Instant) -> ToolText {
-    let path = match session.path_of(&params.url) {
+    let path = match document_path(session, &params.url, "append") {
         Ok(p) => p,
         Err(t) => return t,
     };
@@ -74,6 +74,20 @@ pub async fn append(session: &Session, params: AppendParams, now: Instant) -> To
         .with_meta("expected-version", expected.to_string())
         .with_body(params.body.into_bytes());
     write(session, &path, req, "append").await
+}
+
+/// The document a write names. A write always takes a whole document, so a
+/// `#anchor` is refused rather than dropped: ignoring it would replace,
+/// extend or archive the whole document the caller meant one section of.
+fn document_path(session: &Session, url: &str, verb: &str) -> Result<String, ToolText> {
+    let target = session.resolve(url).map_err(ToolText::error)?;
+    if url.contains('#') {
+        let path = &target.path;
+        return Err(ToolText::error(format!(
+            "{verb} writes a whole document, not one section; use url \"{path}\" (to change one section, fetch \"{path}\", edit that section in the whole body and publish the whole body)"
+        )));
+    }
+    Ok(target.path)
 }
 
 /// The version a document is at now, read through the session cache.
@@ -95,7 +109,7 @@ async fn current_version(session: &Session, path: &str, now: Instant) -> Result<
 
 /// Archives a document (its versions stay readable).
 pub async fn archive(session: &Session, params: ArchiveParams) -> ToolText {
-    match session.path_of(&params.url) {
+    match document_path(session, &params.url, "archive") {
         Ok(path) => {
             write(
                 session,

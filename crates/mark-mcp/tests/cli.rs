@@ -157,3 +157,70 @@ fn stdout_carries_only_json_rpc() {
         "logs go to stderr: {stderr}"
     );
 }
+
+/// #12.3 and #12.4 over a real server: a CLI write without `--write` is
+/// refused before anything is sent (as with `--root`), and a write URL with
+/// an `#anchor` is a one-line error that writes nothing.
+#[test]
+fn cli_writes_need_write_and_a_whole_document_on_host() {
+    let publishing = support::PublishingServer::start(&kb());
+    let server = &publishing.server;
+    let token_file = publishing.token_file.display().to_string();
+    let anchored_url = format!("{}/small.md#beta", server.url());
+    let call = |verb: &[&str]| {
+        let mut args = server.reader_args(&["--token-file", &token_file]);
+        args.extend(verb.iter().map(|a| a.to_string()));
+        run(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let writes_seen = || {
+        server
+            .requests_seen()
+            .into_iter()
+            .filter(|r| ["PUBLISH", "APPEND", "ARCHIVE"].contains(&r.verb.as_str()))
+            .count()
+    };
+    let unasked: [&[&str]; 3] = [
+        &[
+            "publish",
+            "/small.md",
+            "--body",
+            "# Gone\n",
+            "--expected-version",
+            "1",
+        ],
+        &["append", "/small.md", "--body", "more"],
+        &["archive", "/small.md"],
+    ];
+    for verb in unasked {
+        let (out, ok) = call(verb);
+        assert!(!ok && out.contains("need --write"), "{verb:?}: {out}");
+    }
+    assert_eq!(writes_seen(), 0, "a refused write sent nothing");
+
+    let anchored: [&[&str]; 3] = [
+        &[
+            "--write",
+            "publish",
+            "/small.md#alpha",
+            "--body",
+            "## Alpha\n",
+            "--expected-version",
+            "1",
+        ],
+        &["--write", "append", "/small.md#alpha", "--body", "more"],
+        &["--write", "archive", &anchored_url],
+    ];
+    for verb in anchored {
+        let (out, ok) = call(verb);
+        let error = support::body(&out).trim_end();
+        assert!(
+            !ok && !error.contains('\n')
+                && error.contains("writes a whole document")
+                && error.contains("url \"/small.md\""),
+            "{verb:?}: {out}"
+        );
+    }
+    assert_eq!(writes_seen(), 0, "an anchored write sent nothing");
+    let (out, ok) = call(&["--write", "append", "/small.md", "--body", "Appended."]);
+    assert!(ok && out.contains("version: 2"), "{out}");
+}

@@ -441,6 +441,47 @@ async fn a_versioned_folder_is_writable_with_write() {
     mcp.stop().await;
 }
 
+/// #12.3 on the tool face: publish, append and archive of `url#anchor` are
+/// one-line tool errors naming the whole document's url, and the document
+/// keeps every section and its version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_url_with_an_anchor_is_refused_and_writes_nothing() {
+    let store = mark_testkit::import_store(&kb()).unwrap();
+    let mcp = Mcp::start(&root_args(store.path(), &["--write", "--fresh-for", "0s"])).await;
+    let before = mcp.fetch("/small.md").await.body().to_string();
+    let calls = [
+        mcp.publish("/small.md#alpha", "## Alpha\n\nOnly this.\n", 1)
+            .await,
+        mcp.call(
+            "mark_append",
+            json!({"url": "/small.md#alpha", "body": "more"}),
+        )
+        .await,
+        mcp.call("mark_archive", json!({"url": "mark://local/small.md#beta"}))
+            .await,
+    ];
+    for r in calls {
+        assert!(
+            r.is_error
+                && !r.body().trim_end().contains('\n')
+                && r.body().contains("writes a whole document")
+                && r.body().contains("url \"/small.md\""),
+            "{}",
+            r.text
+        );
+    }
+    // The same version, still holding every section: nothing was written.
+    let after = mcp.fetch("/small.md").await;
+    assert!(
+        before.contains("## Beta")
+            && after.status() == "unchanged"
+            && after.body().contains("since v1"),
+        "{}",
+        after.text
+    );
+    mcp.stop().await;
+}
+
 /// The Node.js API docs (read in place from the shared corpora): a 254 KB
 /// document gives a bounded outline, a big section its children, and `force`
 /// pages that put together are the file.
