@@ -1,18 +1,62 @@
 //! The session cache: recently read documents, least recently used first
-//! out, bounded by their total weight in bytes, with the time each was
-//! last validated against the source. Pure logic: the caller passes `now`
-//! and the weight of each value (for a document: its body and parsed parts).
+//! out, bounded by their total weight in bytes, each with the [`Stamp`] of
+//! the answer that brought or last confirmed it. Answers can arrive out of
+//! order (two loads in flight at once): an insert keeps the newer of the
+//! held and the offered value ([`Stamp::supersedes`]). Pure logic: the
+//! caller passes the times and the weight of each value (for a document:
+//! its body and parsed parts).
 
 use lru::LruCache;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// One cached value with its weight and validation time.
+/// When and as what the source vouched for a value: the answer's version
+/// (when the source numbers them), when its request was sent and when the
+/// answer came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// The version the answer named (`None`: unversioned, or not a number).
+    pub version: Option<u64>,
+    /// When the request went out: freshness counts from here.
+    pub asked: Instant,
+    /// When the answer came.
+    pub answered: Instant,
+}
+
+impl Stamp {
+    /// A stamp for an answer to a request sent at `asked` that came at
+    /// `answered`, naming `version` (`"3"`; anything else counts as none).
+    pub fn new(version: Option<&str>, asked: Instant, answered: Instant) -> Stamp {
+        Stamp {
+            version: version.and_then(|v| v.trim().parse().ok()),
+            asked,
+            answered: answered.max(asked),
+        }
+    }
+
+    /// Whether an answer stamped `self` replaces one stamped `held` (newer
+    /// wins). Asked after `held` was answered, it is a later look at the
+    /// source, whatever its version (a document can be made anew). The two
+    /// requests overlapped otherwise: the higher version wins, and with the
+    /// same version or none (a plain folder's is always 1) the one asked
+    /// later; a tie goes to the newcomer.
+    pub fn supersedes(&self, held: &Stamp) -> bool {
+        if self.asked >= held.answered {
+            return true;
+        }
+        match (self.version, held.version) {
+            (Some(new), Some(old)) if new != old => new > old,
+            _ => self.asked >= held.asked,
+        }
+    }
+}
+
+/// One cached value with its weight and stamp.
 #[derive(Debug)]
 struct Slot<T> {
     value: Arc<T>,
     bytes: usize,
-    validated_at: Instant,
+    stamp: Stamp,
 }
 
 /// An LRU map from document path to a cached value, bounded by bytes.
@@ -52,23 +96,21 @@ impl<T> SessionCache<T> {
     /// of `now` (a fresh value needs no request). Marks it recently used.
     pub fn get(&mut self, path: &str, now: Instant, fresh_for: Duration) -> Option<(Arc<T>, bool)> {
         let slot = self.entries.get(path)?;
-        let fresh = now.saturating_duration_since(slot.validated_at) < fresh_for;
+        let fresh = now.saturating_duration_since(slot.stamp.asked) < fresh_for;
         Some((Arc::clone(&slot.value), fresh))
     }
 
-    /// Records that the source confirmed the value for `path` at `now`
-    /// (a `not-modified` answer).
-    pub fn mark_validated(&mut self, path: &str, now: Instant) {
-        if let Some(slot) = self.entries.get_mut(path) {
-            slot.validated_at = now;
+    /// Stores a value weighing `bytes` that an answer stamped `stamp` brought
+    /// (or confirmed: the same value again), unless the value held for
+    /// `path` is newer; evicts the least recently used values until the total
+    /// fits. A value larger than the whole cache is not kept. Returns the
+    /// value that won, for the caller to use.
+    pub fn insert(&mut self, path: &str, value: Arc<T>, bytes: usize, stamp: Stamp) -> Arc<T> {
+        if let Some(held) = self.entries.peek(path)
+            && !stamp.supersedes(&held.stamp)
+        {
+            return Arc::clone(&held.value);
         }
-    }
-
-    /// Stores a value weighing `bytes`, validated at `now`, evicting the least
-    /// recently used values until the total fits. A value larger than the
-    /// whole cache is not kept. Returns the value for the caller to use.
-    pub fn insert(&mut self, path: &str, value: T, bytes: usize, now: Instant) -> Arc<T> {
-        let value = Arc::new(value);
         self.remove(path);
         if bytes > self.max_bytes {
             return value;
@@ -85,7 +127,7 @@ impl<T> SessionCache<T> {
             Slot {
                 value: Arc::clone(&value),
                 bytes,
-                validated_at: now,
+                stamp,
             },
         );
         value
@@ -105,38 +147,63 @@ mod tests {
 
     const FRESH: Duration = Duration::from_secs(5);
 
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    /// An answer to a request sent at `asked` that came at once.
+    fn at(asked: Instant) -> Stamp {
+        Stamp::new(None, asked, asked)
+    }
+
     #[test]
     fn freshness_follows_the_validation_time() {
         let t0 = Instant::now();
         let mut c = SessionCache::new(100);
-        c.insert("/a.md", "a", 10, t0);
+        let a = c.insert("/a.md", Arc::new("a"), 10, at(t0));
+        assert_eq!(c.get("/a.md", t0 + secs(4), FRESH).map(|x| x.1), Some(true));
         assert_eq!(
-            c.get("/a.md", t0 + Duration::from_secs(4), FRESH)
-                .map(|x| x.1),
-            Some(true)
-        );
-        assert_eq!(
-            c.get("/a.md", t0 + Duration::from_secs(5), FRESH)
-                .map(|x| x.1),
+            c.get("/a.md", t0 + secs(5), FRESH).map(|x| x.1),
             Some(false)
         );
-        c.mark_validated("/a.md", t0 + Duration::from_secs(6));
-        assert_eq!(
-            c.get("/a.md", t0 + Duration::from_secs(7), FRESH)
-                .map(|x| x.1),
-            Some(true)
-        );
+        // Confirmed again (a `not-modified`): the same value, a later stamp.
+        c.insert("/a.md", a, 10, at(t0 + secs(6)));
+        assert_eq!(c.get("/a.md", t0 + secs(7), FRESH).map(|x| x.1), Some(true));
         assert_eq!(c.get("/a.md", t0, Duration::ZERO).map(|x| x.1), Some(false));
+    }
+
+    #[test]
+    fn an_older_answer_never_replaces_a_newer_one() {
+        let t0 = Instant::now();
+        let mut c = SessionCache::new(100);
+        // Two loads in flight: the one asked at t0 answers after the one
+        // asked at t1 (a plain folder: both say version 1).
+        let newer = Stamp::new(Some("1"), t0 + secs(1), t0 + secs(2));
+        let older = Stamp::new(Some("1"), t0, t0 + secs(3));
+        c.insert("/a.md", Arc::new("new"), 10, newer);
+        let won = c.insert("/a.md", Arc::new("old"), 10, older);
+        assert_eq!(*won, "new");
+        assert_eq!(c.get("/a.md", t0, FRESH).map(|x| *x.0), Some("new"));
+        // A versioned store: the higher version wins over a later request.
+        let v3 = Stamp::new(Some("3"), t0, t0 + secs(5));
+        let v2 = Stamp::new(Some("2"), t0 + secs(1), t0 + secs(6));
+        c.insert("/b.md", Arc::new("v3"), 10, v3);
+        assert_eq!(*c.insert("/b.md", Arc::new("v2"), 10, v2), "v3");
+        // Asked after the held answer came, an answer is simply later: a
+        // document made anew starts at version 1 again.
+        let anew = Stamp::new(Some("1"), t0 + secs(7), t0 + secs(7));
+        assert_eq!(*c.insert("/b.md", Arc::new("v1"), 10, anew), "v1");
+        assert_eq!(c.bytes_used(), 20);
     }
 
     #[test]
     fn evicts_least_recently_used_by_bytes() {
         let t0 = Instant::now();
         let mut c = SessionCache::new(100);
-        c.insert("/a.md", 1, 40, t0);
-        c.insert("/b.md", 2, 40, t0);
+        c.insert("/a.md", Arc::new(1), 40, at(t0));
+        c.insert("/b.md", Arc::new(2), 40, at(t0));
         assert!(c.get("/a.md", t0, FRESH).is_some()); // a is now the most recent
-        c.insert("/c.md", 3, 40, t0);
+        c.insert("/c.md", Arc::new(3), 40, at(t0));
         assert!(c.get("/b.md", t0, FRESH).is_none());
         assert_eq!(c.bytes_used(), 80);
         assert_eq!(c.len(), 2);
@@ -146,8 +213,8 @@ mod tests {
     fn replacing_and_removing_keep_the_accounting() {
         let t0 = Instant::now();
         let mut c = SessionCache::new(100);
-        c.insert("/a.md", 1, 40, t0);
-        c.insert("/a.md", 2, 30, t0);
+        c.insert("/a.md", Arc::new(1), 40, at(t0));
+        c.insert("/a.md", Arc::new(2), 30, at(t0));
         assert_eq!(c.bytes_used(), 30);
         c.remove("/a.md");
         assert_eq!(c.bytes_used(), 0);
@@ -158,8 +225,8 @@ mod tests {
     fn a_value_larger_than_the_cache_is_not_kept() {
         let t0 = Instant::now();
         let mut c = SessionCache::new(100);
-        c.insert("/a.md", 1, 60, t0);
-        let v = c.insert("/huge.md", 2, 101, t0);
+        c.insert("/a.md", Arc::new(1), 60, at(t0));
+        let v = c.insert("/huge.md", Arc::new(2), 101, at(t0));
         assert_eq!(*v, 2);
         assert!(c.get("/huge.md", t0, FRESH).is_none());
         assert_eq!(c.bytes_used(), 60);

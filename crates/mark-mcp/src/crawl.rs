@@ -12,17 +12,17 @@
 //! It is not the planner (link-graph decides what to request next) nor a body
 //! cache: crawled bodies are parsed for their links and dropped.
 
+use crate::cache::Stamp;
 use crate::list::NAME;
 use crate::source::{Source, SourceError};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
-use link_graph::{
-    Backlink, Coverage, CrawlLimits, CrawlOutcome, CrawlPlan, CrawlStep, LinkGraph, UpdateOutcome,
-};
+use link_graph::{Backlink, Coverage, CrawlLimits, CrawlOutcome, CrawlPlan, CrawlStep, LinkGraph};
 use mark_proto::{Request, Response, Status, Verb};
 use markdown_slice::Document;
 use percent_encoding::{percent_decode_str, utf8_percent_encode};
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::{Notify, watch};
@@ -140,8 +140,41 @@ pub enum Waited {
     Cancelled,
 }
 
+/// The graph and, per indexed document, the stamp of the answer its links
+/// came from: an older answer (a crawl FETCH sent before a session load
+/// that answered first) never replaces newer links.
+#[derive(Debug, Default)]
+struct Indexed {
+    graph: LinkGraph,
+    stamps: HashMap<String, Stamp>,
+}
+
+impl Indexed {
+    /// Indexes `doc` as `path` unless the links held came from a newer answer.
+    fn index<S: AsRef<str>>(&mut self, path: &str, etag: &str, doc: &Document<S>, stamp: Stamp) {
+        if self
+            .stamps
+            .get(path)
+            .is_some_and(|held| !stamp.supersedes(held))
+        {
+            return;
+        }
+        match self.graph.index_document(path, etag, doc) {
+            Ok(_) => {
+                self.stamps.insert(path.to_string(), stamp);
+            }
+            Err(e) => tracing::debug!(path, error = %e, "not indexed in the link graph"),
+        }
+    }
+
+    fn remove(&mut self, path: &str) {
+        self.graph.remove(path);
+        self.stamps.remove(path);
+    }
+}
+
 struct Shared {
-    graph: RwLock<LinkGraph>,
+    graph: RwLock<Indexed>,
     source: Arc<dyn Source>,
     settings: CrawlSettings,
     progress: watch::Sender<CrawlProgress>,
@@ -171,10 +204,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     // The graph stays consistent after every single operation, so a poisoned
     // lock (a panic elsewhere) still holds a usable graph.
-    fn read(&self) -> RwLockReadGuard<'_, LinkGraph> {
+    fn read(&self) -> RwLockReadGuard<'_, Indexed> {
         self.graph.read().unwrap_or_else(|e| e.into_inner())
     }
-    fn write(&self) -> RwLockWriteGuard<'_, LinkGraph> {
+    fn write(&self) -> RwLockWriteGuard<'_, Indexed> {
         self.graph.write().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -213,7 +246,7 @@ impl SessionGraph {
     pub fn new(source: Arc<dyn Source>, settings: CrawlSettings) -> SessionGraph {
         SessionGraph {
             shared: Arc::new(Shared {
-                graph: RwLock::new(LinkGraph::new()),
+                graph: RwLock::new(Indexed::default()),
                 source,
                 settings,
                 progress: watch::Sender::new(CrawlProgress::idle()),
@@ -304,9 +337,16 @@ impl SessionGraph {
     }
 
     /// Adds (or, with a new etag, replaces) the outbound links of a document
-    /// the session read. Pinned versions and non-documents are left out;
-    /// without an etag the body's hash stands in.
-    pub fn index<S: AsRef<str>>(&self, path: &str, etag: Option<&str>, doc: &Document<S>) {
+    /// the session read, unless the graph holds links from a newer answer
+    /// (`stamp` is this answer's). Pinned versions and non-documents are
+    /// left out; without an etag the body's hash stands in.
+    pub fn index<S: AsRef<str>>(
+        &self,
+        path: &str,
+        etag: Option<&str>,
+        doc: &Document<S>,
+        stamp: Stamp,
+    ) {
         let path = &*graph_key(path);
         if !is_document_path(path) {
             return;
@@ -319,9 +359,7 @@ impl SessionGraph {
                 hash.as_str()
             }
         };
-        if let Err(e) = self.shared.write().index_document(path, etag, doc) {
-            tracing::debug!(path, error = %e, "not indexed in the link graph");
-        }
+        self.shared.write().index(path, etag, doc, stamp);
     }
 
     /// Forgets a document that answered `not-found` or `archived`.
@@ -332,7 +370,7 @@ impl SessionGraph {
     /// The links into `path` (a request path, percent-encoded or not) and how
     /// complete the graph is.
     pub fn backlinks(&self, path: &str) -> (Vec<Backlink>, Coverage) {
-        let graph = self.shared.read();
+        let graph = &self.shared.read().graph;
         (graph.backlinks(&graph_key(path)), graph.coverage())
     }
 
@@ -340,6 +378,7 @@ impl SessionGraph {
     pub fn title(&self, path: &str) -> Option<String> {
         self.shared
             .read()
+            .graph
             .title(&graph_key(path))
             .map(str::to_string)
     }
@@ -391,23 +430,24 @@ async fn crawl(
     loop {
         while let Some(step) = plan.next_step(clock()) {
             let req = match &step {
-                CrawlStep::Fetch { path } => request_for(&step, shared.read().etag(path)),
+                CrawlStep::Fetch { path } => request_for(&step, shared.read().graph.etag(path)),
                 CrawlStep::List { .. } => request_for(&step, None),
             };
             let source = Arc::clone(&shared.source);
+            let asked = clock();
             in_flight.push(async move {
                 let answer = source.send(req).await;
-                (step, answer)
+                (step, asked, answer)
             });
         }
         let answered = tokio::select! {
             answered = in_flight.next() => answered,
             () = stop.notified() => return None,
         };
-        let Some((step, answer)) = answered else {
+        let Some((step, asked, answer)) = answered else {
             break;
         };
-        let reported = report(shared, &mut plan, &step, answer);
+        let reported = report(shared, &mut plan, &step, answer, (asked, clock()));
         let failures = plan.outcome().failures;
         shared.progress.send_modify(|p| {
             p.fetched += usize::from(reported.fetched);
@@ -420,7 +460,7 @@ async fn crawl(
     }
     let outcome = plan.outcome();
     if outcome.complete {
-        shared.write().mark_complete();
+        shared.write().graph.mark_complete();
     }
     Some(outcome)
 }
@@ -448,11 +488,12 @@ fn report(
     plan: &mut CrawlPlan,
     step: &CrawlStep,
     answer: Result<Response, SourceError>,
+    asked_answered: (Instant, Instant),
 ) -> Reported {
     let reported = match (step, answer) {
         (_, Err(e)) => Err(format!("{} failed: {e}", describe(step))),
         (CrawlStep::List { dir, .. }, Ok(resp)) => listed(shared, plan, dir, &resp),
-        (CrawlStep::Fetch { path }, Ok(resp)) => fetched(shared, plan, path, resp),
+        (CrawlStep::Fetch { path }, Ok(resp)) => fetched(shared, plan, path, resp, asked_answered),
     };
     match reported {
         Ok(r) => r,
@@ -489,7 +530,7 @@ fn listed(
     let found = plan
         .on_listed(dir, entries, next)
         .map_err(|e| e.to_string())?;
-    let mut graph = shared.write();
+    let graph = &mut shared.write().graph;
     for path in &found {
         if let Err(e) = graph.note_discovered(path) {
             tracing::debug!(path, error = %e, "listed name left out of the graph");
@@ -506,6 +547,7 @@ fn fetched(
     plan: &mut CrawlPlan,
     path: &str,
     resp: Response,
+    (asked, answered): (Instant, Instant),
 ) -> Result<Reported, String> {
     let bytes = match resp.status {
         Status::Ok => {
@@ -514,21 +556,24 @@ fn fetched(
                 .or_else(|| resp.meta("content-hash"))
                 .map(str::to_string)
                 .unwrap_or_else(|| blake3::hash(&resp.body).to_hex().to_string());
+            let stamp = Stamp::new(resp.meta("version"), asked, answered);
             let len = resp.body.len() as u64;
-            let mut graph = shared.write();
-            // A body that is not UTF-8 is indexed with no links, so the
-            // graph counts it as read.
-            let indexed = match std::str::from_utf8(&resp.body) {
-                Ok(text) if graph.etag(path) != Some(etag.as_str()) => {
-                    drop(graph);
+            let known = shared.read().graph.etag(path) == Some(etag.as_str());
+            match std::str::from_utf8(&resp.body) {
+                // Parsed outside the lock; indexed only if no newer answer
+                // came meanwhile.
+                Ok(text) if !known => {
                     let doc = Document::parse(text);
-                    shared.write().index_document(path, &etag, &doc)
+                    shared.write().index(path, &etag, &doc, stamp);
                 }
-                Ok(_) => Ok(UpdateOutcome::Unchanged),
-                Err(_) => graph.update(path, &etag, None, []),
-            };
-            if let Err(e) = indexed {
-                tracing::debug!(path, error = %e, "crawled document not indexed");
+                Ok(_) => {}
+                // A body that is not UTF-8 is indexed with no links, so the
+                // graph counts it as read.
+                Err(_) => {
+                    if let Err(e) = shared.write().graph.update(path, &etag, None, []) {
+                        tracing::debug!(path, error = %e, "crawled document not indexed");
+                    }
+                }
             }
             len
         }
@@ -709,6 +754,40 @@ mod tests {
         assert!(matches!(graph.progress().state, CrawlState::Done(o) if o.complete));
         assert!(graph.backlinks("/hub.md").1.complete);
         assert!(!graph.start(), "a finished crawl is not repeated");
+    }
+
+    #[test]
+    fn an_older_answer_never_re_indexes_old_links_over_newer_ones() {
+        let t0 = Instant::now();
+        let secs = Duration::from_secs;
+        let old = Document::parse("See [old](old.md).\n");
+        let new = Document::parse("See [new](new.md).\n");
+        let mut indexed = Indexed::default();
+        // A session load asked at t1 answered first; the crawl's FETCH asked
+        // at t0 answers last, with the old text (a plain folder: version 1).
+        indexed.index(
+            "/f.md",
+            "e-new",
+            &new,
+            Stamp::new(Some("1"), t0 + secs(1), t0 + secs(2)),
+        );
+        indexed.index(
+            "/f.md",
+            "e-old",
+            &old,
+            Stamp::new(Some("1"), t0, t0 + secs(3)),
+        );
+        assert_eq!(indexed.graph.etag("/f.md"), Some("e-new"));
+        assert_eq!(indexed.graph.backlinks("/new.md").len(), 1);
+        assert!(indexed.graph.backlinks("/old.md").is_empty());
+        // Asked after that answer, a later read replaces it.
+        indexed.index(
+            "/f.md",
+            "e-old",
+            &old,
+            Stamp::new(Some("1"), t0 + secs(4), t0 + secs(4)),
+        );
+        assert_eq!(indexed.graph.etag("/f.md"), Some("e-old"));
     }
 
     #[test]

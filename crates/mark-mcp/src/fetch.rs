@@ -4,7 +4,7 @@
 use crate::dedup::{Decision, Identity, Slice};
 use crate::envelope::{ToolText, size_line};
 use crate::paging::{Cursor, cursor_argument, page_ranges};
-use crate::session::{CachedDoc, Loaded, Session, short};
+use crate::session::{CachedDoc, Freshness, Loaded, Session, short};
 use markdown_slice::{Document, Heading, OutlineOptions, SectionHashes, diff_sections};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
@@ -112,7 +112,13 @@ pub async fn fetch(session: &Session, params: FetchParams, now: Instant) -> Tool
             "a cursor pages one section at a time; fetch url#anchor with the cursor",
         );
     }
-    let cached = match session.load(&target.path, now).await {
+    // `force` asks the source again (conditionally), even within --fresh-for.
+    let freshness = if params.force {
+        Freshness::Revalidate
+    } else {
+        Freshness::CacheOk
+    };
+    let cached = match session.load_with(&target.path, now, freshness).await {
         Loaded::Doc(d) => d,
         Loaded::Answer(t) => return t,
     };

@@ -2,16 +2,19 @@
 //! folder listings a card shows, and the delivery log. Every capability
 //! takes a `&Session`; with stdio there is one session per process.
 
-use crate::cache::SessionCache;
+use crate::cache::{SessionCache, Stamp};
 use crate::crawl::{SessionGraph, parent_dir};
 use crate::dedup::{DeliveryLog, Identity};
 use crate::envelope::ToolText;
 use crate::settings::Settings;
 use crate::source::Source;
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared, WeakShared};
 use mark_proto::list::ListEntry;
 use mark_proto::{MarkUrl, Request, Response, Status, Verb};
 use markdown_slice::{Document, Heading, Link, SectionHashes};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -121,6 +124,39 @@ pub enum Loaded {
     Answer(ToolText),
 }
 
+/// Whether a load may answer from a fresh cache entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// An entry validated within `--fresh-for` is served as it is.
+    CacheOk,
+    /// Ask the source (conditionally) whatever the entry's age: `force`.
+    Revalidate,
+}
+
+/// What one FETCH in flight came to, for every load waiting on it.
+#[derive(Debug)]
+enum Outcome {
+    /// The document (new, or the cached one confirmed by `not-modified`),
+    /// its weight in the cache and the answer's stamp.
+    Doc {
+        doc: Arc<CachedDoc>,
+        weight: usize,
+        stamp: Stamp,
+    },
+    /// `not-found` or `archived`: the document is gone.
+    Gone(ToolText),
+    /// Another status: passed through, the cached copy dropped.
+    Failed(ToolText),
+    /// What to answer, the cache left as it is (no answer from the source,
+    /// a body that is not UTF-8).
+    Answer(ToolText),
+}
+
+/// One FETCH in flight, shared by the loads of its document.
+type Flight = Shared<BoxFuture<'static, Arc<Outcome>>>;
+/// A [`Flight`] held without keeping it alive, with its number.
+type HeldFlight = (WeakShared<BoxFuture<'static, Arc<Outcome>>>, u64);
+
 /// The state of one session.
 pub struct Session {
     source: Arc<dyn Source>,
@@ -129,6 +165,10 @@ pub struct Session {
     /// Listings by folder path. LIST has no etag to revalidate with, so a
     /// listing is served only within the freshness window, then asked again.
     listings: Mutex<SessionCache<FolderListing>>,
+    /// The FETCH in flight per document (see [`Session::load_with`]), held
+    /// weakly, with its number.
+    flights: Mutex<HashMap<String, HeldFlight>>,
+    flight_numbers: AtomicU64,
     log: Mutex<DeliveryLog<Arc<SectionHashes>>>,
     graph: SessionGraph,
 }
@@ -154,6 +194,8 @@ impl Session {
         Session {
             cache: Mutex::new(SessionCache::new(settings.cache_bytes)),
             listings: Mutex::new(SessionCache::new(LISTING_CACHE_BYTES)),
+            flights: Mutex::new(HashMap::new()),
+            flight_numbers: AtomicU64::new(0),
             log: Mutex::new(DeliveryLog::new(settings.dedup_ttl)),
             graph: SessionGraph::new(Arc::clone(&source), settings.crawl),
             source,
@@ -265,80 +307,79 @@ impl Session {
     /// Reads a document through the cache: a fresh entry costs nothing, a
     /// stale one a conditional FETCH (`not-modified` moves no body).
     pub async fn load(&self, path: &str, now: Instant) -> Loaded {
+        self.load_with(path, now, Freshness::CacheOk).await
+    }
+
+    /// [`Session::load`], or with [`Freshness::Revalidate`] a conditional
+    /// FETCH even for a fresh entry (what `force` asks for).
+    ///
+    /// Loads of one document share one request in flight: a load that finds
+    /// one running waits for its answer rather than sending its own (a
+    /// revalidation starts its own, which later loads then join). Answers are
+    /// kept newer-wins ([`Stamp::supersedes`]), so a slow older answer never
+    /// replaces a newer one in the cache or the graph.
+    pub async fn load_with(&self, path: &str, now: Instant, freshness: Freshness) -> Loaded {
         let cached = lock(&self.cache).get(path, now, self.settings.fresh_for);
-        let mut req = Request::new(Verb::Fetch, path);
-        match &cached {
-            Some((doc, true)) => return Loaded::Doc(Arc::clone(doc)),
-            Some((doc, false)) => {
-                if let Some(etag) = &doc.identity.etag {
-                    req = req.with_meta("if-none-match", etag.as_str());
-                }
-            }
-            None => {}
+        if let Some((doc, true)) = &cached
+            && freshness == Freshness::CacheOk
+        {
+            return Loaded::Doc(Arc::clone(doc));
         }
-        let resp = match self.send(req).await {
-            Ok(r) => r,
-            Err(t) => return Loaded::Answer(t),
-        };
-        match (&resp.status, cached) {
-            (Status::NotModified, Some((doc, _))) => {
-                lock(&self.cache).mark_validated(path, now);
-                Loaded::Doc(doc)
+        let base = cached.map(|(doc, _)| doc);
+        let (flight, number) = self.flight(path, base, now, freshness);
+        let outcome = flight.await;
+        {
+            let mut flights = lock(&self.flights);
+            if flights.get(path).is_some_and(|(_, n)| *n == number) {
+                flights.remove(path);
             }
-            (Status::Ok, _) => self.store(path, resp, now),
-            _ => {
+        }
+        match &*outcome {
+            Outcome::Doc { doc, weight, stamp } => {
+                // Every document read adds its links to the graph.
+                self.graph
+                    .index(path, doc.identity.etag.as_deref(), &doc.doc, *stamp);
+                Loaded::Doc(lock(&self.cache).insert(path, Arc::clone(doc), *weight, *stamp))
+            }
+            Outcome::Gone(t) => {
                 lock(&self.cache).remove(path);
-                if matches!(resp.status, Status::NotFound | Status::Archived) {
-                    self.graph.forget(path);
-                }
-                let t = passthrough(&resp);
-                Loaded::Answer(if resp.status == Status::Archived && t.text.is_empty() {
-                    // The protocol's `archived` has no body: say what is still possible.
-                    t.with_text(format!(
-                        "{path} is archived; its versions stay readable at \"{path}/vN\" (mark_versions lists them)."
-                    ))
-                } else {
-                    t
-                })
+                self.graph.forget(path);
+                Loaded::Answer(t.clone())
             }
+            Outcome::Failed(t) => {
+                lock(&self.cache).remove(path);
+                Loaded::Answer(t.clone())
+            }
+            Outcome::Answer(t) => Loaded::Answer(t.clone()),
         }
     }
 
-    fn store(&self, path: &str, resp: Response, now: Instant) -> Loaded {
-        let identity = Identity {
-            version: resp.meta("version").map(str::to_string),
-            etag: resp.meta("etag").map(str::to_string),
-        };
-        let modified = resp.meta("modified").map(str::to_string);
-        let len = resp.body.len();
-        let text: Arc<str> = match String::from_utf8(resp.body) {
-            Ok(s) => s.into(),
-            Err(_) => {
-                return Loaded::Answer(
-                    ToolText::new("ok")
-                        .with_opt("version", identity.version)
-                        .with("mode", "notice")
-                        .with("size", format!("{len} bytes"))
-                        .with_text(format!(
-                            "{path} is not UTF-8 text ({len} bytes); mark-mcp delivers markdown only, never raw bytes."
-                        )),
-                );
-            }
-        };
-        let doc = Document::parse(text);
-        // Every document read adds its links to the graph.
-        self.graph.index(path, identity.etag.as_deref(), &doc);
-        let hashes = Arc::new(doc.section_hashes());
-        let repeated_headings = repeated_headings(&doc);
-        let cached = CachedDoc {
-            doc,
-            identity,
-            modified,
-            hashes,
-            repeated_headings,
-        };
-        let weight = cached.weight();
-        Loaded::Doc(lock(&self.cache).insert(path, cached, weight, now))
+    /// The request in flight for `path` to wait on: the running one, or a new
+    /// one (conditional on `base`'s etag) that later loads join.
+    fn flight(
+        &self,
+        path: &str,
+        base: Option<Arc<CachedDoc>>,
+        now: Instant,
+        freshness: Freshness,
+    ) -> (Flight, u64) {
+        let mut flights = lock(&self.flights);
+        if freshness == Freshness::CacheOk
+            && let Some((weak, number)) = flights.get(path)
+            && let Some(running) = weak.upgrade()
+        {
+            return (running, *number);
+        }
+        let number = self.flight_numbers.fetch_add(1, Ordering::Relaxed);
+        let flight = fetch_once(Arc::clone(&self.source), path.to_string(), base, now)
+            .boxed()
+            .shared();
+        // Held weakly: when every load waiting on it is dropped (cancelled),
+        // so is its request.
+        if let Some(weak) = flight.downgrade() {
+            flights.insert(path.to_string(), (weak, number));
+        }
+        (flight, number)
     }
 
     /// `dir`'s listing if it was listed within the freshness window.
@@ -356,7 +397,8 @@ impl Session {
         now: Instant,
     ) -> Arc<FolderListing> {
         let weight = listing.weight();
-        lock(&self.listings).insert(dir, listing, weight, now)
+        let stamp = Stamp::new(None, now, now);
+        lock(&self.listings).insert(dir, Arc::new(listing), weight, stamp)
     }
 
     /// Forgets a cached document and its folder's listing (after a write
@@ -364,6 +406,90 @@ impl Session {
     pub fn forget(&self, path: &str) {
         lock(&self.cache).remove(path);
         lock(&self.listings).remove(parent_dir(path));
+    }
+}
+
+/// Sends one FETCH of `path` (conditional on `base`'s etag), asked at
+/// `asked`, and makes of its answer what every waiting load needs (the
+/// body parsed once).
+async fn fetch_once(
+    source: Arc<dyn Source>,
+    path: String,
+    base: Option<Arc<CachedDoc>>,
+    asked: Instant,
+) -> Arc<Outcome> {
+    let mut req = Request::new(Verb::Fetch, path.as_str());
+    if let Some(etag) = base.as_ref().and_then(|d| d.identity.etag.as_deref()) {
+        req = req.with_meta("if-none-match", etag);
+    }
+    let answer = source.send(req).await;
+    let answered = Instant::now();
+    let resp = match answer {
+        Ok(r) => r,
+        Err(e) => return Arc::new(Outcome::Answer(ToolText::error(e.to_string()))),
+    };
+    let stamp = Stamp::new(resp.meta("version"), asked, answered);
+    let status = resp.status.clone();
+    Arc::new(match (status.clone(), base) {
+        (Status::NotModified, Some(doc)) => Outcome::Doc {
+            weight: doc.weight(),
+            // A `not-modified` names no version: the confirmed copy's counts.
+            stamp: Stamp::new(doc.identity.version.as_deref(), asked, answered),
+            doc,
+        },
+        (Status::Ok, _) => parse(&path, resp, stamp),
+        (Status::NotFound | Status::Archived, _) => {
+            let t = passthrough(&resp);
+            Outcome::Gone(if status == Status::Archived && t.text.is_empty() {
+                // The protocol's `archived` has no body: say what is still possible.
+                t.with_text(format!(
+                    "{path} is archived; its versions stay readable at \"{path}/vN\" (mark_versions lists them)."
+                ))
+            } else {
+                t
+            })
+        }
+        _ => Outcome::Failed(passthrough(&resp)),
+    })
+}
+
+/// An `ok` FETCH answer as a cached document (or a notice for a body that
+/// is not UTF-8).
+fn parse(path: &str, resp: Response, stamp: Stamp) -> Outcome {
+    let identity = Identity {
+        version: resp.meta("version").map(str::to_string),
+        etag: resp.meta("etag").map(str::to_string),
+    };
+    let modified = resp.meta("modified").map(str::to_string);
+    let len = resp.body.len();
+    let text: Arc<str> = match String::from_utf8(resp.body) {
+        Ok(s) => s.into(),
+        Err(_) => {
+            return Outcome::Answer(
+                ToolText::new("ok")
+                    .with_opt("version", identity.version)
+                    .with("mode", "notice")
+                    .with("size", format!("{len} bytes"))
+                    .with_text(format!(
+                        "{path} is not UTF-8 text ({len} bytes); mark-mcp delivers markdown only, never raw bytes."
+                    )),
+            );
+        }
+    };
+    let doc = Document::parse(text);
+    let hashes = Arc::new(doc.section_hashes());
+    let repeated_headings = repeated_headings(&doc);
+    let cached = CachedDoc {
+        doc,
+        identity,
+        modified,
+        hashes,
+        repeated_headings,
+    };
+    Outcome::Doc {
+        weight: cached.weight(),
+        doc: Arc::new(cached),
+        stamp,
     }
 }
 
@@ -465,5 +591,96 @@ mod tests {
         assert!(
             matches!(s.load("/nope.md", t0).await, Loaded::Answer(t) if t.status == "not-found")
         );
+    }
+
+    /// The real engine over a folder; the first request is answered by the
+    /// engine at once but its answer is held until the test lets it go.
+    struct HeldFirst {
+        inner: LocalSource,
+        gate: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
+    }
+
+    impl Source for HeldFirst {
+        fn send(
+            &self,
+            req: Request,
+        ) -> BoxFuture<'_, Result<Response, crate::source::SourceError>> {
+            let gate = lock(&self.gate).take();
+            Box::pin(async move {
+                let answer = self.inner.send(req).await;
+                if let Some(gate) = gate {
+                    let _ = gate.await;
+                }
+                answer
+            })
+        }
+        fn origin(&self) -> String {
+            self.inner.origin()
+        }
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_older_answer_never_replaces_a_newer_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.md");
+        std::fs::write(&file, "# F\n\nSee [old](old.md).\n").unwrap();
+        let (release, gate) = tokio::sync::oneshot::channel();
+        let source = HeldFirst {
+            inner: LocalSource::open(dir.path(), false).unwrap(),
+            gate: Mutex::new(Some(gate)),
+        };
+        let s = Arc::new(Session::new(Arc::new(source), Settings::default()));
+        let t0 = Instant::now();
+        // A cold load goes out first; its (old) answer is held back.
+        let slow = tokio::spawn({
+            let s = Arc::clone(&s);
+            async move { s.load("/f.md", t0).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        std::fs::write(&file, "# F\n\nSee [new](new.md).\n").unwrap();
+        // A revalidation asked later gets the new text first.
+        let t1 = t0 + std::time::Duration::from_millis(1);
+        let Loaded::Doc(new) = s.load_with("/f.md", t1, Freshness::Revalidate).await else {
+            panic!("f.md loads");
+        };
+        assert!(new.doc.source().contains("new.md"));
+        release.send(()).unwrap();
+        let Loaded::Doc(late) = slow.await.unwrap() else {
+            panic!("the slow load answers");
+        };
+        // The older answer lost: the late load, the cache and the graph
+        // hold the new text.
+        assert!(Arc::ptr_eq(&late, &new), "{}", late.doc.source());
+        let Loaded::Doc(cached) = s.load("/f.md", t1).await else {
+            panic!("cached");
+        };
+        assert!(Arc::ptr_eq(&cached, &new));
+        assert_eq!(s.graph().backlinks("/new.md").0.len(), 1);
+        assert!(s.graph().backlinks("/old.md").0.is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn force_asks_the_source_even_within_the_freshness_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.md");
+        std::fs::write(&file, "# F\n\nold\n").unwrap();
+        let s = Session::new(
+            Arc::new(LocalSource::open(dir.path(), false).unwrap()),
+            Settings::default(),
+        );
+        let t0 = Instant::now();
+        assert!(matches!(s.load("/f.md", t0).await, Loaded::Doc(_)));
+        std::fs::write(&file, "# F\n\nnew\n").unwrap();
+        let Loaded::Doc(fresh) = s.load("/f.md", t0).await else {
+            panic!("f.md loads");
+        };
+        assert!(fresh.doc.source().contains("old"), "within --fresh-for");
+        let Loaded::Doc(forced) = s.load_with("/f.md", t0, Freshness::Revalidate).await else {
+            panic!("f.md loads");
+        };
+        assert!(forced.doc.source().contains("new"));
     }
 }
