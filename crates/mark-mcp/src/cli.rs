@@ -30,6 +30,9 @@ use std::time::{Duration, Instant};
     long_about = None
 )]
 pub struct Cli {
+    /// Where the knowledge is: a folder (as --root) or a mark:// URL (as --host).
+    #[arg(long, global = true, value_name = "DIR|mark://HOST[:PORT]", conflicts_with_all = ["root", "host"])]
+    pub source: Option<String>,
     /// Serve a local folder of markdown (a versioned store is detected by its versions/ folders).
     #[arg(long, global = true, value_name = "DIR", conflicts_with = "host")]
     pub root: Option<PathBuf>,
@@ -39,7 +42,7 @@ pub struct Cli {
     /// Accept any server certificate (development servers only).
     #[arg(long, global = true, conflicts_with_all = ["pin", "ca"])]
     pub insecure: bool,
-    /// Trust exactly one server certificate: sha256:HEX of its DER bytes.
+    /// Trust exactly one server certificate: sha256:HEX of its DER bytes ('' for none).
     #[arg(long, global = true, value_name = "sha256:HEX", conflicts_with = "ca")]
     pub pin: Option<String>,
     /// Trust the CA certificates in this PEM file instead of the system roots.
@@ -57,8 +60,10 @@ pub struct Cli {
     /// Forget what was delivered after this long (clients compact context).
     #[arg(long, global = true, default_value = "30m", value_name = "DURATION", value_parser = parse_duration)]
     pub dedup_ttl: Duration,
-    /// Longest text in one result; longer bodies come in pages.
-    #[arg(long, global = true, default_value = "80000", value_name = "BYTES", value_parser = parse_bytes)]
+    /// Longest text (document, section or page) in one result; longer bodies
+    /// come in pages. The envelope, notes and page line have 4000 bytes more,
+    /// so a result is at most 48000 bytes by default.
+    #[arg(long, global = true, default_value = "44000", value_name = "BYTES", value_parser = parse_bytes)]
     pub page_bytes: usize,
     /// Crawl the source for the link graph at start (a --root folder always is).
     #[arg(long, global = true)]
@@ -84,8 +89,8 @@ pub struct Cli {
     /// Offer the write tools (mark_publish, mark_append, mark_archive).
     #[arg(long, global = true)]
     pub write: bool,
-    /// File holding the auth token (else the MARK_TOKEN environment variable).
-    #[arg(long, global = true, value_name = "FILE")]
+    /// File holding the auth token (else the MARK_TOKEN environment variable; '' for none).
+    #[arg(long, global = true, value_name = "FILE", value_parser = clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from))]
     pub token_file: Option<PathBuf>,
     /// Print a verb's result as a JSON object (before the verb: `bench
     /// orientation` has its own `--json FILE`).
@@ -123,9 +128,34 @@ pub enum Verb {
         #[command(subcommand)]
         bench: BenchCommand,
     },
+    /// Claude Code hooks (see integrations/claude-code).
+    Hook {
+        /// Which hook.
+        #[command(subcommand)]
+        hook: HookCommand,
+    },
     /// Run the orientation scenario once on the bundled knowledge base
     /// (fixtures/soul) over a real mark-server, and print the table.
     Demo,
+}
+
+/// The hooks of `hook`.
+#[derive(Debug, Clone, Copy, Subcommand)]
+pub enum HookCommand {
+    /// SessionStart: print Claude Code's hook JSON with the root document's
+    /// card (/index.md, else /README.md, else the root listing); after a
+    /// compaction or clear, also tell this session's mark-mcp to forget what
+    /// it delivered. Reads the hook's JSON on stdin.
+    SessionStart,
+}
+
+/// Where the knowledge is, from `--source`, `--root` or `--host`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceChoice {
+    /// A local folder.
+    Folder(PathBuf),
+    /// A Mark server, `mark://HOST[:PORT]`.
+    Server(String),
 }
 
 /// The benchmarks of `bench`.
@@ -164,6 +194,25 @@ pub struct OpenArgs {
 }
 
 impl Cli {
+    /// The source the options name: `--source` (a `mark://` URL or a
+    /// folder, `~/` meaning the home folder), else `--root` or `--host`.
+    pub fn source_choice(&self) -> Option<SourceChoice> {
+        if let Some(src) = self.source.as_deref().map(str::trim)
+            && !src.is_empty()
+        {
+            return Some(if src.starts_with("mark://") {
+                SourceChoice::Server(src.to_string())
+            } else {
+                SourceChoice::Folder(home_expanded(src))
+            });
+        }
+        match (&self.root, &self.host) {
+            (Some(root), _) => Some(SourceChoice::Folder(root.clone())),
+            (None, Some(host)) => Some(SourceChoice::Server(host.clone())),
+            (None, None) => None,
+        }
+    }
+
     /// The session settings from the options.
     pub fn settings(&self) -> Settings {
         Settings {
@@ -179,10 +228,25 @@ impl Cli {
                     time_budget: self.crawl_time,
                     max_in_flight: usize::from(self.crawl_concurrency),
                 },
-                wait: self.crawl_wait,
-                at_start: self.crawl || self.root.is_some(),
+                // A hook answers at once, whatever the size of the source.
+                wait: if matches!(self.verb, Some(Verb::Hook { .. })) {
+                    Duration::ZERO
+                } else {
+                    self.crawl_wait
+                },
+                at_start: self.crawl
+                    || matches!(self.source_choice(), Some(SourceChoice::Folder(_))),
             },
         }
+    }
+}
+
+/// `~/notes` as a path in the home folder (a plugin setting is not
+/// expanded by a shell); any other text as it is.
+fn home_expanded(src: &str) -> PathBuf {
+    match (src.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(src),
     }
 }
 
@@ -236,6 +300,9 @@ pub async fn run(session: &Session, verb: Verb, write: bool) -> ToolText {
         },
         Verb::Archive(p) => archive(session, p).await,
         Verb::Open(a) => open_from_source(session, &a, now).await,
+        Verb::Hook {
+            hook: HookCommand::SessionStart,
+        } => crate::hook::session_start(session, &crate::hook::stdin_event(), now).await,
         // They start their own server: `main` runs them before any source.
         Verb::Bench { .. } | Verb::Demo => ToolText::error(
             "bench and demo start their own server; run them as `mark-mcp bench orientation` or `mark-mcp demo`.",

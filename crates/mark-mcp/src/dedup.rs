@@ -139,6 +139,13 @@ impl<H: Clone> DeliveryLog<H> {
         force || !seen
     }
 
+    /// Forgets every delivery: the client dropped what it held (a compaction
+    /// or a clear in Claude Code; see [`crate::hook`]).
+    pub fn forget_all(&mut self) {
+        self.docs.clear();
+        self.texts.clear();
+    }
+
     /// Decides whether to deliver `slice` of `path` as it is now (`current`).
     /// `force` always delivers (with the change note when there is one).
     pub fn check(

@@ -166,6 +166,42 @@ struct Part {
     changed_from: Option<(Identity, Arc<SectionHashes>)>,
 }
 
+impl Part {
+    /// A section left out for the result's bound: only named.
+    fn skipped(label: String, text: &str) -> Part {
+        Part {
+            label,
+            kind: PartKind::Skipped,
+            text: String::new(),
+            size: size_line(text),
+            page: None,
+            changed_from: None,
+        }
+    }
+}
+
+/// Below this much of the text bound left, no more sections are read.
+const MIN_PART_BYTES: usize = 200;
+/// The most bytes of section names in the `section` line or a "not
+/// included" line.
+const NAMES_BYTES: usize = 400;
+
+/// `#a, #b, #c` while it fits in `max` bytes, then `+N more`.
+fn names_within(names: &[&str], max: usize) -> String {
+    let mut out = String::new();
+    for (i, name) in names.iter().enumerate() {
+        if out.len() + name.len() + 2 > max {
+            out.push_str(&format!(", +{} more", names.len() - i));
+            break;
+        }
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(name);
+    }
+    out
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PartKind {
     Full,
@@ -239,18 +275,25 @@ impl View<'_> {
                 }
             }
         }
+        // What is left of the text bound: every piece shown costs its text
+        // and label; once too little is left, the rest are only named (and,
+        // not shown, not recorded as delivered).
         let mut budget = self.session.settings().page_bytes;
         let mut parts = Vec::with_capacity(headings.len());
         for h in headings {
             let text = doc.section_text(h);
             let label = section_label(doc, h, &self.cached.repeated_headings);
-            let part = if self.comes_whole(text.len(), cursor) {
+            let part = if budget < MIN_PART_BYTES {
+                Part::skipped(label, text)
+            } else if self.comes_whole(text.len(), cursor) {
                 let slice = Slice::Section(h.anchor.clone().unwrap_or_default());
                 self.deliver(slice, label, text, h.section.start, cursor, budget)
             } else {
                 self.outline(Some(h))
             };
-            budget = budget.saturating_sub(part.text.len());
+            if part.kind != PartKind::Skipped {
+                budget = budget.saturating_sub(part.text.len() + part.label.len() + 4);
+            }
             parts.push(part);
         }
         Ok(parts)
@@ -378,31 +421,12 @@ impl View<'_> {
             Decision::Deliver { changed_from } => changed_from,
         };
         if text.len().min(page_bytes) > budget {
-            return Part {
-                text: format!(
-                    "{label} not included: the result is already near its {page_bytes}-byte bound; fetch {}{label} on its own",
-                    self.path
-                ),
-                label,
-                kind: PartKind::Skipped,
-                size,
-                page: None,
-                changed_from: None,
-            };
+            return Part::skipped(label, text);
         }
         let (out, page) = if text.len() <= page_bytes {
             (text.to_string(), None)
         } else {
-            let starts: Vec<usize> = self
-                .cached
-                .doc
-                .headings()
-                .iter()
-                .map(|h| h.line.start)
-                .filter(|&s| s > offset && s < offset + text.len())
-                .map(|s| s - offset)
-                .collect();
-            let pages = page_ranges(text, &starts, page_bytes);
+            let pages = text_pages(&self.cached.doc, text, offset, page_bytes);
             let n = cursor.map_or(1, |c| c.page).min(pages.len());
             let total = pages.len();
             let mut out = text[pages[n - 1].clone()].to_string();
@@ -469,17 +493,25 @@ impl View<'_> {
                 .with_opt("page", one.page.clone())
                 .with_text(one.text.clone()),
             many => {
-                let labels: Vec<&str> = many.iter().map(|p| p.label.as_str()).collect();
-                let text: Vec<String> = many
+                let (shown, skipped): (Vec<&Part>, Vec<&Part>) =
+                    many.iter().partition(|p| p.kind != PartKind::Skipped);
+                let labels: Vec<&str> = shown.iter().map(|p| p.label.as_str()).collect();
+                let mut text: Vec<String> = shown
                     .iter()
                     .map(|p| match p.kind {
-                        PartKind::Unchanged | PartKind::Skipped => {
-                            format!("{}: {}", p.label, p.text)
-                        }
+                        PartKind::Unchanged => format!("{}: {}", p.label, p.text),
                         PartKind::Outline => format!("{} (outline):\n{}", p.label, p.text),
                         _ => p.text.trim_end().to_string(),
                     })
                     .collect();
+                if !skipped.is_empty() {
+                    let names: Vec<&str> = skipped.iter().map(|p| p.label.as_str()).collect();
+                    text.push(format!(
+                        "Not included, over the result's {}-byte text bound: {}; fetch them in another call.",
+                        self.session.settings().page_bytes,
+                        names_within(&names, NAMES_BYTES)
+                    ));
+                }
                 let text = text.join("\n\n");
                 base.with(
                     "mode",
@@ -489,13 +521,31 @@ impl View<'_> {
                         "sections"
                     },
                 )
-                .with("section", labels.join(", "))
+                .with("section", names_within(&labels, NAMES_BYTES))
                 .with_opt("size", (!all_unchanged).then(|| size_line(&text)))
                 .with_text(text)
             }
         };
         t.with_opt("note", note)
     }
+}
+
+/// `text` (which starts at byte `offset` of `doc`) cut into pages of at
+/// most `page_bytes`, at its headings by preference.
+pub(crate) fn text_pages<S: AsRef<str>>(
+    doc: &Document<S>,
+    text: &str,
+    offset: usize,
+    page_bytes: usize,
+) -> Vec<std::ops::Range<usize>> {
+    let starts: Vec<usize> = doc
+        .headings()
+        .iter()
+        .map(|h| h.line.start)
+        .filter(|&s| s > offset && s < offset + text.len())
+        .map(|s| s - offset)
+        .collect();
+    page_ranges(text, &starts, page_bytes)
 }
 
 /// `changed since your last read (v3 -> v5); sections changed: #a; added: #c; removed: #d`

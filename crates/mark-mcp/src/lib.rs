@@ -18,6 +18,7 @@
 //! implementation (that is `mark-proto`, `mark-client`, `mark-store`).
 
 pub mod bench;
+pub mod bound;
 pub mod cache;
 pub mod cli;
 pub mod crawl;
@@ -25,6 +26,7 @@ pub mod dedup;
 pub mod envelope;
 pub mod explore;
 pub mod fetch;
+pub mod hook;
 pub mod list;
 pub mod lookup;
 pub mod paging;

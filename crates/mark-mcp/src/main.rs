@@ -73,12 +73,16 @@ async fn run(mut cli: Cli) -> ExitCode {
         }
         return serve(session, cli.write).await;
     };
-    let is_open = matches!(verb, Verb::Open(_));
+    // `open` prints the document as it is, a hook the JSON Claude Code reads.
+    let is_raw = matches!(verb, Verb::Open(_) | Verb::Hook { .. });
     let result = cli::run(&session, verb, cli.write).await;
-    if is_open && !cli.json && !result.is_error {
+    if is_raw && !cli.json && !result.is_error {
         print!("{}", result.text);
     } else {
-        cli::print(&result, cli.json);
+        cli::print(
+            &mark_mcp::bound::fit(result.clone(), cli.page_bytes),
+            cli.json,
+        );
     }
     if result.is_error {
         ExitCode::FAILURE

@@ -1,6 +1,8 @@
 //! MCP resources: documents the user attaches on purpose. A read gives the
-//! whole body (or one `#anchor` section) with no outline and no dedup.
+//! whole body (or one `#anchor` section) with no outline and no dedup, in
+//! pages like `mark_fetch` when it is over `--page-bytes`.
 
+use crate::paging::Cursor;
 use crate::session::{Loaded, Session};
 use mark_proto::{Request, Status, Verb};
 use std::time::Instant;
@@ -77,16 +79,43 @@ pub async fn read(session: &Session, uri: &str, now: Instant) -> Result<String, 
                 .to_string());
         }
     };
-    match target.fragment {
-        None => Ok(cached.doc.source().to_string()),
+    let (text, offset) = match target.fragment {
+        None => (cached.doc.source(), 0),
         Some(anchor) => match cached.doc.find_anchor(&anchor) {
-            Ok(h) => Ok(cached.doc.section_text(h).to_string()),
-            Err(miss) => Err(format!(
-                "section #{} not found in {}; nearest: {}",
-                crate::session::short(&anchor),
-                target.path,
-                miss.nearest.join(", ")
-            )),
+            Ok(h) => (cached.doc.section_text(h), h.section.start),
+            Err(miss) => {
+                return Err(format!(
+                    "section #{} not found in {}; nearest: {}",
+                    crate::session::short(&anchor),
+                    target.path,
+                    miss.nearest.join(", ")
+                ));
+            }
         },
+    };
+    Ok(first_page(session, uri, &cached, text, offset))
+}
+
+/// The whole `text` when it fits `--page-bytes`; else its first page (cut
+/// where `mark_fetch` cuts) and a line saying how to read the rest, so a
+/// resource read keeps the same whole-result bound as every tool.
+fn first_page(
+    session: &Session,
+    uri: &str,
+    cached: &crate::session::CachedDoc,
+    text: &str,
+    offset: usize,
+) -> String {
+    let page_bytes = session.settings().page_bytes;
+    if text.len() <= page_bytes {
+        return text.to_string();
     }
+    let pages = crate::fetch::text_pages(&cached.doc, text, offset, page_bytes);
+    let next = Cursor::new(2, cached.identity.etag.as_deref()).encode();
+    format!(
+        "{}\n\n[page 1 of {}; the rest: mark_fetch with url \"{}\" and cursor \"{next}\"]\n",
+        &text[pages[0].clone()],
+        pages.len(),
+        crate::session::short(uri)
+    )
 }

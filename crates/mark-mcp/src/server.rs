@@ -1,9 +1,11 @@
 //! The MCP face: an rmcp `ServerHandler` whose tools, resources and prompts
 //! are thin adapters over the library functions (one per capability).
 
+use crate::bound::fit;
 use crate::envelope::ToolText;
 use crate::explore::{ExploreParams, McpWatcher, explore_watched};
 use crate::fetch::{FetchParams, fetch};
+use crate::hook::ContextReset;
 use crate::list::{ListParams, list};
 use crate::lookup::{LookupParams, lookup};
 use crate::session::Session;
@@ -45,6 +47,8 @@ const INSTRUCTIONS: &str = "Markdown knowledge base. Economical path: mark_looku
 #[derive(Clone)]
 pub struct MarkServer {
     session: Arc<Session>,
+    /// Claude Code's compaction or clear, when a plugin started this server.
+    context_reset: Option<Arc<ContextReset>>,
     tool_router: ToolRouter<MarkServer>,
     prompt_router: PromptRouter<MarkServer>,
 }
@@ -57,8 +61,10 @@ impl std::fmt::Debug for MarkServer {
     }
 }
 
-/// The MCP form of a result: plain text, `isError` for tool errors.
-fn result(t: ToolText) -> CallToolResult {
+/// The MCP form of a result: plain text within the whole-result bound,
+/// `isError` for tool errors.
+fn result(t: ToolText, page_bytes: usize) -> CallToolResult {
+    let t = fit(t, page_bytes);
     let content = vec![ContentBlock::text(t.render())];
     if t.is_error {
         CallToolResult::error(content)
@@ -116,9 +122,31 @@ impl MarkServer {
         compact_schemas(&mut tool_router);
         MarkServer {
             session,
+            context_reset: ContextReset::for_server().map(Arc::new),
             tool_router,
             prompt_router: MarkServer::prompt_router(),
         }
+    }
+}
+
+impl MarkServer {
+    /// The MCP result of a read tool's `work`: first forgets what was
+    /// delivered if the client dropped its context since the last call,
+    /// then runs the work unless the call is cancelled.
+    async fn read(
+        &self,
+        cancelled: impl Future<Output = ()>,
+        work: impl Future<Output = ToolText>,
+    ) -> CallToolResult {
+        if self.context_reset.as_ref().is_some_and(|r| r.take()) {
+            tracing::info!("the client compacted or cleared its context: deliveries forgotten");
+            self.session.log().forget_all();
+        }
+        self.answer(unless_cancelled(cancelled, work).await)
+    }
+
+    fn answer(&self, t: ToolText) -> CallToolResult {
+        result(t, self.session.settings().page_bytes)
     }
 }
 
@@ -133,7 +161,8 @@ impl MarkServer {
         Parameters(p): Parameters<FetchParams>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        result(unless_cancelled(ctx.ct.cancelled(), fetch(&self.session, p, Instant::now())).await)
+        self.read(ctx.ct.cancelled(), fetch(&self.session, p, Instant::now()))
+            .await
     }
 
     #[tool(
@@ -149,13 +178,11 @@ impl MarkServer {
         // watcher) while it waits for a crawl; dropped, it stops the crawl.
         let cancelled = ctx.ct.clone();
         let watcher = McpWatcher::new(ctx);
-        result(
-            unless_cancelled(
-                cancelled.cancelled(),
-                explore_watched(&self.session, p, Instant::now(), &watcher),
-            )
-            .await,
+        self.read(
+            cancelled.cancelled(),
+            explore_watched(&self.session, p, Instant::now(), &watcher),
         )
+        .await
     }
 
     #[tool(
@@ -167,7 +194,8 @@ impl MarkServer {
         Parameters(p): Parameters<LookupParams>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        result(unless_cancelled(ctx.ct.cancelled(), lookup(&self.session, p, Instant::now())).await)
+        self.read(ctx.ct.cancelled(), lookup(&self.session, p, Instant::now()))
+            .await
     }
 
     #[tool(
@@ -179,7 +207,7 @@ impl MarkServer {
         Parameters(p): Parameters<ListParams>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        result(unless_cancelled(ctx.ct.cancelled(), list(&self.session, p)).await)
+        self.read(ctx.ct.cancelled(), list(&self.session, p)).await
     }
 
     #[tool(
@@ -191,7 +219,8 @@ impl MarkServer {
         Parameters(p): Parameters<VersionsParams>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        result(unless_cancelled(ctx.ct.cancelled(), versions(&self.session, p)).await)
+        self.read(ctx.ct.cancelled(), versions(&self.session, p))
+            .await
     }
 }
 
@@ -202,7 +231,7 @@ impl MarkServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn mark_publish(&self, Parameters(p): Parameters<PublishParams>) -> CallToolResult {
-        result(publish(&self.session, p).await)
+        self.answer(publish(&self.session, p).await)
     }
 
     #[tool(
@@ -210,7 +239,7 @@ impl MarkServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn mark_append(&self, Parameters(p): Parameters<AppendParams>) -> CallToolResult {
-        result(append(&self.session, p, Instant::now()).await)
+        self.answer(append(&self.session, p, Instant::now()).await)
     }
 
     #[tool(
@@ -218,7 +247,7 @@ impl MarkServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn mark_archive(&self, Parameters(p): Parameters<ArchiveParams>) -> CallToolResult {
-        result(archive(&self.session, p).await)
+        self.answer(archive(&self.session, p).await)
     }
 }
 

@@ -16,6 +16,7 @@ pub struct Settings {
     /// Delivery records older than this are forgotten (clients compact context).
     pub dedup_ttl: Duration,
     /// The largest text one result carries; longer bodies come in pages.
+    /// The whole result stays within [`crate::bound::result_bound`] of it.
     pub page_bytes: usize,
     /// Bounds and timing of the link-graph crawl.
     pub crawl: CrawlSettings,
@@ -28,7 +29,7 @@ impl Default for Settings {
             cache_bytes: 64 * 1024 * 1024,
             fresh_for: Duration::from_secs(5),
             dedup_ttl: Duration::from_secs(30 * 60),
-            page_bytes: 80_000,
+            page_bytes: crate::bound::DEFAULT_PAGE_BYTES,
             crawl: CrawlSettings::default(),
         }
     }

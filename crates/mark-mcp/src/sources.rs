@@ -2,7 +2,7 @@
 //! Mark server reached over QUIC by `mark-client`; and choosing one from the
 //! command line.
 
-use crate::cli::Cli;
+use crate::cli::{Cli, SourceChoice};
 use crate::source::{Source, SourceError};
 use futures::future::BoxFuture;
 use mark_client::{Client, ClientConfig, Token, Trust, parse_fingerprint};
@@ -152,8 +152,13 @@ impl Source for RemoteSource {
 }
 
 /// Reads the token from `--token-file`, else `MARK_TOKEN`. Never logged.
+/// An empty `--token-file ''` (an unset plugin setting) names no file.
 fn token(cli: &Cli) -> Result<Option<String>, String> {
-    if let Some(file) = &cli.token_file {
+    if let Some(file) = cli
+        .token_file
+        .as_ref()
+        .filter(|f| !f.as_os_str().is_empty())
+    {
         let text = std::fs::read_to_string(file)
             .map_err(|e| format!("cannot read the token file {}: {e}", file.display()))?;
         let t = text.trim();
@@ -172,24 +177,30 @@ fn token(cli: &Cli) -> Result<Option<String>, String> {
 /// Builds the source the options name. A token (`--token-file`,
 /// `MARK_TOKEN`) goes to a server; a local folder needs none.
 pub fn from_cli(cli: &Cli) -> Result<Arc<dyn Source>, String> {
-    if let Some(root) = &cli.root {
-        let source = LocalSource::open(root, cli.write)?;
-        // Files edited behind the engine's back are searched after at most
-        // the time a fetched document is trusted.
-        source.engine.set_index_recheck(cli.fresh_for);
-        return Ok(Arc::new(source));
-    }
-    let token = token(cli)?;
-    let Some(host) = &cli.host else {
-        return Err(
-            "give a source: --root DIR (a local folder) or --host mark://HOST[:PORT]".into(),
-        );
+    let host = match cli.source_choice() {
+        Some(SourceChoice::Folder(root)) => {
+            let source = LocalSource::open(&root, cli.write)?;
+            // Files edited behind the engine's back are searched after at most
+            // the time a fetched document is trusted.
+            source.engine.set_index_recheck(cli.fresh_for);
+            return Ok(Arc::new(source));
+        }
+        Some(SourceChoice::Server(host)) => host,
+        None => {
+            return Err(
+                "give a source: --source DIR or --source mark://HOST[:PORT] (also --root DIR, --host mark://HOST[:PORT])"
+                    .into(),
+            );
+        }
     };
-    let url = MarkUrl::parse(host).map_err(|e| format!("--host: {e}"))?;
+    let token = token(cli)?;
+    let url = MarkUrl::parse(&host).map_err(|e| format!("--source: {e}"))?;
+    // An empty `--pin ''` (an unset plugin setting) pins nothing.
+    let pin = cli.pin.as_deref().map(str::trim).filter(|p| !p.is_empty());
     let trust = if cli.insecure {
         tracing::warn!("--insecure: the server's certificate is not verified");
         Trust::Insecure
-    } else if let Some(pin) = &cli.pin {
+    } else if let Some(pin) = pin {
         Trust::Pin(parse_fingerprint(pin).map_err(|e| format!("--pin: {e}"))?)
     } else if let Some(ca) = &cli.ca {
         Trust::CaFile(ca.clone())
