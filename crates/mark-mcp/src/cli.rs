@@ -10,6 +10,7 @@ use crate::list::{ListParams, list};
 use crate::lookup::{LookupParams, lookup};
 use crate::session::{Loaded, Session};
 use crate::settings::{Settings, parse_bytes, parse_duration};
+use crate::usage::UsageArgs;
 use crate::versions::{VersionsParams, versions};
 use crate::write::{AppendParams, ArchiveParams, PublishParams, append, archive, publish};
 use clap::{Parser, Subcommand};
@@ -134,6 +135,17 @@ pub enum Verb {
         #[command(subcommand)]
         hook: HookCommand,
     },
+    /// Every tool with why it is a tool, its annotations, its verb and its
+    /// bytes in tools/list (needs no --root or --host).
+    Tools {
+        /// Print JSON instead of a markdown table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What agents did with mark-mcp, from Claude Code transcripts: calls,
+    /// result sizes, unchanged answers, markdown read around mark-mcp
+    /// (--root DIR: only reads under it).
+    Usage(UsageArgs),
     /// Run the orientation scenario once on the bundled knowledge base
     /// (fixtures/soul) over a real mark-server, and print the table.
     Demo,
@@ -304,8 +316,8 @@ pub async fn run(session: &Session, verb: Verb, write: bool) -> ToolText {
             hook: HookCommand::SessionStart,
         } => crate::hook::session_start(session, &crate::hook::stdin_event(), now).await,
         // They start their own server: `main` runs them before any source.
-        Verb::Bench { .. } | Verb::Demo => ToolText::error(
-            "bench and demo start their own server; run them as `mark-mcp bench orientation` or `mark-mcp demo`.",
+        Verb::Bench { .. } | Verb::Demo | Verb::Tools { .. } | Verb::Usage(_) => ToolText::error(
+            "bench, demo, tools and usage need no source; run them as `mark-mcp bench orientation`, `mark-mcp demo`, `mark-mcp tools` or `mark-mcp usage`.",
         ),
     }
 }

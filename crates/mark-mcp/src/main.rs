@@ -6,6 +6,7 @@ use mark_mcp::cli::{self, BenchCommand, Cli, Verb};
 use mark_mcp::server::MarkServer;
 use mark_mcp::session::Session;
 use mark_mcp::sources;
+use mark_mcp::{reasons, usage};
 use rmcp::ServiceExt;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -55,6 +56,28 @@ async fn run(mut cli: Cli) -> ExitCode {
             bench: BenchCommand::Orientation(args),
         }) => return bench::orientation(args).await,
         Some(Verb::Demo) => return bench::demo().await,
+        Some(Verb::Tools { json }) => {
+            let cards = MarkServer::tool_cards();
+            if *json || cli.json {
+                println!("{}", reasons::to_json(&cards));
+            } else {
+                print!("{}", reasons::to_markdown(&cards));
+            }
+            return ExitCode::SUCCESS;
+        }
+        Some(Verb::Usage(args)) => {
+            let tools = MarkServer::tool_cards()
+                .into_iter()
+                .map(|c| c.name)
+                .collect();
+            return match usage::run(args, cli.root.as_deref(), tools, cli.json) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("mark-mcp: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         _ => {}
     }
     let source = match sources::from_cli(&cli) {

@@ -8,6 +8,7 @@ use crate::fetch::{FetchParams, fetch};
 use crate::hook::ContextReset;
 use crate::list::{ListParams, list};
 use crate::lookup::{LookupParams, lookup};
+use crate::reasons::{self, Reason, ToolCard};
 use crate::session::Session;
 use crate::versions::{VersionsParams, versions};
 use crate::write::{AppendParams, ArchiveParams, PublishParams, append, archive, publish};
@@ -148,10 +149,59 @@ impl MarkServer {
     fn answer(&self, t: ToolText) -> CallToolResult {
         result(t, self.session.settings().page_bytes)
     }
+
+    /// The reasons of a registered tool (beside its registration below);
+    /// empty for a tool that has none, which a test refuses.
+    pub fn reasons(tool: &str) -> &'static [Reason] {
+        match tool {
+            "mark_fetch" => MarkServer::FETCH_REASONS,
+            "mark_explore" => MarkServer::EXPLORE_REASONS,
+            "mark_lookup" => MarkServer::LOOKUP_REASONS,
+            "mark_list" => MarkServer::LIST_REASONS,
+            "mark_versions" => MarkServer::VERSIONS_REASONS,
+            "mark_publish" => MarkServer::PUBLISH_REASONS,
+            "mark_append" => MarkServer::APPEND_REASONS,
+            "mark_archive" => MarkServer::ARCHIVE_REASONS,
+            _ => &[],
+        }
+    }
+
+    /// Every tool, read group first, as `tools/list` sends it.
+    fn cards_of(router: ToolRouter<MarkServer>, group: &'static str) -> Vec<ToolCard> {
+        let mut router = router;
+        compact_schemas(&mut router);
+        let mut tools = router.list_all();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools
+            .into_iter()
+            .map(|t| ToolCard {
+                name: t.name.to_string(),
+                group,
+                reasons: MarkServer::reasons(&t.name),
+                annotations: reasons::annotation_words(t.annotations.as_ref()),
+                verb: format!("mark-mcp {}", t.name.trim_start_matches("mark_")),
+                list_bytes: serde_json::to_string(&t).map_or(0, |j| j.len()),
+            })
+            .collect()
+    }
+
+    /// Every tool mark-mcp can offer, with its reasons (`mark-mcp tools`).
+    pub fn tool_cards() -> Vec<ToolCard> {
+        let mut cards = MarkServer::cards_of(MarkServer::read_tools(), "read");
+        cards.extend(MarkServer::cards_of(MarkServer::write_tools(), "write"));
+        cards
+    }
 }
 
 #[tool_router(router = read_tools)]
 impl MarkServer {
+    /// Why mark_fetch is a tool. An outline or a section instead of a whole file, from a source the shell may not reach; read-only, so a client can allow it alone.
+    const FETCH_REASONS: &[Reason] = &[
+        Reason::NoShell,
+        Reason::AnotherSource,
+        Reason::BoundedResult,
+        Reason::PermissionBoundary,
+    ];
     #[tool(
         description = FETCH,
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
@@ -165,6 +215,14 @@ impl MarkServer {
             .await
     }
 
+    /// Why mark_explore is a tool. The card waits on the session's link-graph crawl (state no one-shot command keeps).
+    const EXPLORE_REASONS: &[Reason] = &[
+        Reason::NoShell,
+        Reason::AnotherSource,
+        Reason::LongRunningState,
+        Reason::BoundedResult,
+        Reason::PermissionBoundary,
+    ];
     #[tool(
         description = EXPLORE,
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
@@ -185,6 +243,13 @@ impl MarkServer {
         .await
     }
 
+    /// Why mark_lookup is a tool. Ranked one-line hits instead of grep output over every file.
+    const LOOKUP_REASONS: &[Reason] = &[
+        Reason::NoShell,
+        Reason::AnotherSource,
+        Reason::BoundedResult,
+        Reason::PermissionBoundary,
+    ];
     #[tool(
         description = LOOKUP,
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
@@ -198,6 +263,13 @@ impl MarkServer {
             .await
     }
 
+    /// Why mark_list is a tool.
+    const LIST_REASONS: &[Reason] = &[
+        Reason::NoShell,
+        Reason::AnotherSource,
+        Reason::BoundedResult,
+        Reason::PermissionBoundary,
+    ];
     #[tool(
         description = LIST,
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
@@ -210,6 +282,13 @@ impl MarkServer {
         self.read(ctx.ct.cancelled(), list(&self.session, p)).await
     }
 
+    /// Why mark_versions is a tool.
+    const VERSIONS_REASONS: &[Reason] = &[
+        Reason::NoShell,
+        Reason::AnotherSource,
+        Reason::BoundedResult,
+        Reason::PermissionBoundary,
+    ];
     #[tool(
         description = VERSIONS,
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
@@ -226,6 +305,12 @@ impl MarkServer {
 
 #[tool_router(router = write_tools)]
 impl MarkServer {
+    /// Why mark_publish is a tool. One document, previewed by default: narrower than a shell allowed to write files.
+    const PUBLISH_REASONS: &[Reason] = &[
+        Reason::NoShell,
+        Reason::AnotherSource,
+        Reason::PermissionBoundary,
+    ];
     #[tool(
         description = PUBLISH,
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
@@ -234,6 +319,12 @@ impl MarkServer {
         self.answer(publish(&self.session, p).await)
     }
 
+    /// Why mark_append is a tool.
+    const APPEND_REASONS: &[Reason] = &[
+        Reason::NoShell,
+        Reason::AnotherSource,
+        Reason::PermissionBoundary,
+    ];
     #[tool(
         description = APPEND,
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
@@ -242,6 +333,12 @@ impl MarkServer {
         self.answer(append(&self.session, p, Instant::now()).await)
     }
 
+    /// Why mark_archive is a tool.
+    const ARCHIVE_REASONS: &[Reason] = &[
+        Reason::NoShell,
+        Reason::AnotherSource,
+        Reason::PermissionBoundary,
+    ];
     #[tool(
         description = ARCHIVE,
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
@@ -397,6 +494,27 @@ mod tests {
         let text = unless_cancelled(std::future::ready(()), work).await;
         assert!(text.is_error, "{}", text.render());
         assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    /// Every tool says why it is a tool (issue #18).
+    #[test]
+    fn every_tool_has_a_reason() {
+        let router = MarkServer::read_tools() + MarkServer::write_tools();
+        for tool in router.list_all() {
+            assert!(
+                !MarkServer::reasons(&tool.name).is_empty(),
+                "{} has no reason to be a tool: add its REASONS beside its #[tool]",
+                tool.name
+            );
+        }
+        assert_eq!(MarkServer::reasons("mark_unknown"), &[] as &[Reason]);
+        let cards = MarkServer::tool_cards();
+        assert_eq!(cards.len(), 8);
+        assert!(
+            cards
+                .iter()
+                .all(|c| c.list_bytes > 100 && !c.reasons.is_empty())
+        );
     }
 
     /// Every tool is also a CLI verb (`mark_fetch` → `fetch`) taking exactly
