@@ -34,7 +34,7 @@ pub struct Cli {
     /// Where the knowledge is: a folder (as --root) or a mark:// URL (as --host).
     #[arg(long, global = true, value_name = "DIR|mark://HOST[:PORT]", conflicts_with_all = ["root", "host"])]
     pub source: Option<String>,
-    /// Serve a local folder of markdown (a versioned store is detected by its versions/ folders).
+    /// Serve a local folder of markdown (a versioned store is known by its .mark-store marker).
     #[arg(long, global = true, value_name = "DIR", conflicts_with = "host")]
     pub root: Option<PathBuf>,
     /// Read from a Mark server: `mark://HOST[:PORT]`.

@@ -7,7 +7,7 @@ use crate::source::{Source, SourceError};
 use futures::future::BoxFuture;
 use mark_client::{Client, ClientConfig, Token, Trust, parse_fingerprint};
 use mark_proto::{MarkUrl, Request, Response};
-use mark_store::{Engine, StoreMode, TokenStore};
+use mark_store::{Engine, RootKind, StoreMode, TokenStore};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::Arc;
@@ -25,15 +25,40 @@ pub struct LocalSource {
 }
 
 impl LocalSource {
-    /// Opens `root`: a versioned store when it has `versions/` folders, else
-    /// a flat read-only folder. With `write` on a versioned store the person
-    /// running mark-mcp is its owner: the engine gets a token store with one
-    /// publish grant on everything, whose token never leaves this process.
+    /// Opens `root`: a versioned store when it has the store's marker (or,
+    /// with `write`, when it is empty: the first write marks it), else a
+    /// flat read-only folder. An older store without the marker is served
+    /// flat, with one line on stderr saying how to mark it; with `write` it
+    /// is marked, unless plain documents in it would vanish. With `write`
+    /// on a versioned store the person running mark-mcp is its owner: the
+    /// engine gets a token store with one publish grant on everything,
+    /// whose token never leaves this process. Without `write` nothing on
+    /// disk changes.
     pub fn open(root: &Path, write: bool) -> Result<LocalSource, String> {
-        let mode = if is_versioned(root) {
-            StoreMode::Versioned
-        } else {
-            StoreMode::Flat
+        let kind =
+            RootKind::of(root).map_err(|e| format!("cannot read {}: {e}", root.display()))?;
+        let shown = root.display();
+        let mode = match (kind, write) {
+            (RootKind::Store, _) | (RootKind::Empty, true) => StoreMode::Versioned,
+            (RootKind::UnmarkedStore, true) => match mark_store::mark(root) {
+                Ok(()) => {
+                    tracing::info!(
+                        "marked {shown} as a versioned store (it had the layout of an older one)"
+                    );
+                    StoreMode::Versioned
+                }
+                Err(e) => {
+                    tracing::warn!("{e}; it is served as a plain read-only folder");
+                    StoreMode::Flat
+                }
+            },
+            (RootKind::UnmarkedStore, false) => {
+                tracing::warn!(
+                    "{shown} has versions/ folders like a store of an older mark but no .mark-store marker, so it is served as a plain read-only folder; to use it as a store, mark it with `mark-server import --mark {shown}` or open it once with --write"
+                );
+                StoreMode::Flat
+            }
+            (RootKind::Empty | RootKind::Folder, _) => StoreMode::Flat,
         };
         let (tokens, owner_token) = if write && mode == StoreMode::Versioned {
             let (store, token) = owner_grant()?;
@@ -67,27 +92,6 @@ fn owner_grant() -> Result<(TokenStore, String), String> {
     let store =
         TokenStore::parse(&text).map_err(|e| format!("could not set up local writes: {e}"))?;
     Ok((store, token))
-}
-
-/// A versioned store keeps its chains in `versions/` folders beside the
-/// documents; a plain notes folder has none. Only the top levels are looked
-/// at (hidden folders skipped), so start-up stays fast on a big folder.
-fn is_versioned(root: &Path) -> bool {
-    const DEPTH: usize = 3;
-    fn walk(dir: &Path, depth: usize) -> bool {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return false;
-        };
-        entries.flatten().any(|e| {
-            let name = e.file_name();
-            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
-            let hidden = name.to_string_lossy().starts_with('.');
-            is_dir
-                && !hidden
-                && (name == "versions" || (depth < DEPTH && walk(&e.path(), depth + 1)))
-        })
-    }
-    walk(root, 1)
 }
 
 impl Source for LocalSource {

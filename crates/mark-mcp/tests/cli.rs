@@ -224,3 +224,116 @@ fn cli_writes_need_write_and_a_whole_document_on_host() {
     let (out, ok) = call(&["--write", "append", "/small.md", "--body", "Appended."]);
     assert!(ok && out.contains("version: 2"), "{out}");
 }
+
+/// Every file, folder and link under `root`: a file by its content hash, a
+/// link by its target.
+fn tree(root: &std::path::Path) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            let path = e.path();
+            let name = path.strip_prefix(root).unwrap().display().to_string();
+            let kind = e.file_type().unwrap();
+            let what = if kind.is_symlink() {
+                format!("link {}", std::fs::read_link(&path).unwrap().display())
+            } else if kind.is_dir() {
+                stack.push(path);
+                "folder".to_string()
+            } else {
+                blake3::hash(&std::fs::read(&path).unwrap())
+                    .to_hex()
+                    .to_string()
+            };
+            out.insert(name, what);
+        }
+    }
+    out
+}
+
+/// #12.1: every read verb, over `--root` and over a real `mark-server`,
+/// leaves the tree byte for byte as it was (no link repaired, no temp file
+/// removed, no marker written) for a plain folder holding `versions/`, a
+/// marked store and an older store without the marker; the plain folder's
+/// documents are all served, and the older store gets one line on stderr
+/// saying how to mark it.
+#[test]
+fn read_verbs_change_no_byte_on_disk() {
+    let plain = tempfile::tempdir().unwrap();
+    for (file, text) in [
+        ("notes.md", "# Notes\n\nFerry notes.\n"),
+        ("proj/plan.md", "# Plan\n"),
+        ("api/versions/v1.md", "# API v1\n"),
+        ("api/versions/schema.v1", "schema"),
+    ] {
+        let path = plain.path().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    std::fs::create_dir(plain.path().join("versions")).unwrap();
+    // A crash can leave a link missing and a temp file behind: reads must
+    // leave both for a writer to deal with.
+    let crashed = |store: &mark_testkit::TempStore| {
+        let root = store.path();
+        std::fs::remove_file(root.join("small.md")).unwrap();
+        std::fs::write(root.join("versions/.small.md.v2.1-0.0.tmp"), "half").unwrap();
+    };
+    let marked = mark_testkit::import_store(&kb()).unwrap();
+    crashed(&marked);
+    let old = mark_testkit::import_store(&kb()).unwrap();
+    crashed(&old);
+    std::fs::remove_file(old.path().join(mark_store::STORE_MARKER)).unwrap();
+
+    let reads: [&[&str]; 7] = [
+        &["fetch", "/notes.md"],
+        &["fetch", "/large.md"],
+        &["explore", "/large.md"],
+        &["lookup", "ferry"],
+        &["list", "/"],
+        &["versions", "/large.md"],
+        &["open", "/large.md"],
+    ];
+    let run_reads = |source: &[String]| {
+        let mut stderr = String::new();
+        for verb in reads {
+            let out = Command::new(bin())
+                .args(source)
+                .args(verb)
+                .env_remove("MARK_TOKEN")
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            stderr.push_str(&String::from_utf8_lossy(&out.stderr));
+        }
+        stderr
+    };
+    for (root, server_args) in [
+        (plain.path(), &["--flat"][..]),
+        (marked.path(), &[][..]),
+        (old.path(), &["--flat"][..]),
+    ] {
+        let before = tree(root);
+        let local = ["--root".to_string(), root.display().to_string()];
+        let stderr = run_reads(&local);
+        let server = mark_testkit::MarkServerProcess::start(root, server_args).unwrap();
+        run_reads(&server.reader_args(&[]));
+        drop(server);
+        assert_eq!(tree(root), before, "{} was changed", root.display());
+        let hints = stderr.matches("import --mark").count();
+        let expected = if root == old.path() { reads.len() } else { 0 };
+        assert_eq!(hints, expected, "one hint per run: {stderr}");
+    }
+
+    // The plain folder's documents are all there, `versions/` included.
+    let root = plain.path().display().to_string();
+    let (out, ok) = run(&["--root", &root, "list", "/"]);
+    assert!(
+        ok && out.contains("/notes.md") && out.contains("/versions/") && out.contains("/proj/"),
+        "{out}"
+    );
+    let (out, ok) = run(&["--root", &root, "fetch", "/notes.md"]);
+    assert!(ok && out.contains("Ferry notes."), "{out}");
+    let (out, ok) = run(&["--root", &root, "fetch", "/api/versions/v1.md"]);
+    assert!(ok && out.contains("# API v1"), "{out}");
+}

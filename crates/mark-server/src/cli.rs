@@ -4,7 +4,7 @@ use crate::listener::{self, Handler, Limits};
 use crate::tls::ServerIdentity;
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use mark_store::{Engine, Op, StoreMode, TokenStore};
+use mark_store::{Engine, Op, RootKind, StoreMode, TokenStore};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -30,8 +30,9 @@ pub struct Cli {
 
 #[derive(Debug, Args)]
 struct ServeArgs {
-    /// The store to serve: a versioned store (see `import`), or any folder of
-    /// markdown with --flat.
+    /// The store to serve: a versioned store (made by `import`; an empty
+    /// folder becomes one at its first write), or any folder of markdown
+    /// with --flat.
     #[arg(long, required = true, value_name = "DIR")]
     root: Option<PathBuf>,
     /// UDP address to listen on; port 0 picks a free port (the real one is printed).
@@ -70,12 +71,21 @@ struct ServeArgs {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Turn a folder of markdown into a new versioned store (each file becomes v1).
+    /// Turn a folder of markdown into a new versioned store (each file
+    /// becomes v1), or with --mark DIR mark a store written before stores
+    /// had a marker.
     Import {
         /// The folder of markdown files.
-        src: PathBuf,
-        /// The store to create (must not exist or be empty).
-        dest: PathBuf,
+        #[arg(required_unless_present = "mark", conflicts_with = "mark")]
+        src: Option<PathBuf>,
+        /// The store to create (must not exist, be empty, or be a store).
+        #[arg(required_unless_present = "mark")]
+        dest: Option<PathBuf>,
+        /// Mark DIR (an older store with versions/ folders and no
+        /// .mark-store marker) as a versioned store; refused when plain
+        /// documents in it would no longer be served.
+        #[arg(long, value_name = "DIR")]
+        mark: Option<PathBuf>,
     },
     /// Manage capability tokens.
     Token {
@@ -106,7 +116,18 @@ enum TokenCommand {
 /// Runs what the command line asks for.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Some(Command::Import { src, dest }) => {
+        Some(Command::Import {
+            mark: Some(dir), ..
+        }) => {
+            mark_store::mark(&dir)?;
+            tracing::info!("marked {} as a versioned store", dir.display());
+            Ok(())
+        }
+        Some(Command::Import {
+            src: Some(src),
+            dest: Some(dest),
+            ..
+        }) => {
             let report = mark_store::import(&src, &dest, SystemTime::now())
                 .with_context(|| format!("importing {} into {}", src.display(), dest.display()))?;
             for skipped in &report.skipped {
@@ -130,6 +151,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                     tokens,
                 },
         }) => generate_token(&paths, &ops, expires.as_deref(), &tokens),
+        Some(Command::Import { .. }) => bail!("import needs SRC DEST, or --mark DIR"),
         None => serve(cli.serve),
     }
 }
@@ -188,11 +210,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let (Some(path), Some(store)) = (&args.tokens, &tokens) {
         tracing::info!("token file {}: {}", path.display(), store.layouts());
     }
-    let mode = if args.flat {
-        StoreMode::Flat
-    } else {
-        StoreMode::Versioned
-    };
+    let mode = serve_mode(&root, args.flat)?;
     let engine = Engine::open(&root, mode, tokens)
         .with_context(|| format!("opening {}", root.display()))?
         .with_max_document_bytes(args.max_document_bytes);
@@ -229,6 +247,31 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         listener::serve(endpoint, handler, limits, shutdown).await;
         Ok(())
     })
+}
+
+/// The mode `--root` is served in. Without --flat the root must be a
+/// marked store or an empty folder: serving a plain folder as a store would
+/// show none of its documents, and its first write would add `versions/`.
+fn serve_mode(root: &std::path::Path, flat: bool) -> anyhow::Result<StoreMode> {
+    let kind = RootKind::of(root)
+        .with_context(|| format!("the root {} cannot be read", root.display()))?;
+    let shown = root.display();
+    match (kind, flat) {
+        (RootKind::UnmarkedStore, true) => {
+            tracing::warn!(
+                "{shown} has versions/ folders like a store of an older mark-server but no .mark-store marker; it is served as a plain folder. To serve it as a store, mark it with `mark-server import --mark {shown}`"
+            );
+            Ok(StoreMode::Flat)
+        }
+        (_, true) => Ok(StoreMode::Flat),
+        (RootKind::Store | RootKind::Empty, false) => Ok(StoreMode::Versioned),
+        (RootKind::UnmarkedStore, false) => bail!(
+            "{shown} has versions/ folders but no .mark-store marker, so it is not known to be a versioned store; mark it with `mark-server import --mark {shown}`, or serve it read-only as a plain folder with --flat"
+        ),
+        (RootKind::Folder, false) => bail!(
+            "{shown} is a plain folder, not a versioned store (no .mark-store marker) nor empty; serve it read-only with --flat, or make a store from it with `mark-server import {shown} NEW_STORE`"
+        ),
+    }
 }
 
 /// Installs the SIGINT and SIGTERM handlers now (so a signal that comes
@@ -280,6 +323,13 @@ mod tests {
         assert!(cli.serve.flat && cli.command.is_none());
         let cli = Cli::try_parse_from(["mark-server", "import", "a", "b"]).unwrap();
         assert!(matches!(cli.command, Some(Command::Import { .. })));
+        let cli = Cli::try_parse_from(["mark-server", "import", "--mark", "d"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Import { mark: Some(_), .. })
+        ));
+        assert!(Cli::try_parse_from(["mark-server", "import", "a"]).is_err());
+        assert!(Cli::try_parse_from(["mark-server", "import", "--mark", "d", "a", "b"]).is_err());
         let cli = Cli::try_parse_from([
             "mark-server",
             "token",

@@ -1018,6 +1018,92 @@ async fn flat_mode_serves_a_plain_folder_read_only() {
     );
 }
 
+/// #12.2: without --flat the root must be a marked store or an empty
+/// folder; a plain folder (even one holding `versions/`) and an older store
+/// without the marker are refused with what to do, and nothing is written.
+/// An empty folder is marked by its first write; `import --mark` marks an
+/// older store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_root_is_refused_without_flat_and_an_empty_one_becomes_a_store() {
+    let plain = tempfile::tempdir().unwrap();
+    write_fixture(plain.path());
+    std::fs::create_dir(plain.path().join("versions")).unwrap();
+    let old = tempfile::tempdir().unwrap();
+    let old_root = old.path().join("store");
+    run_mark_server(&[
+        "import",
+        plain.path().to_str().unwrap(),
+        old_root.to_str().unwrap(),
+    ])
+    .unwrap();
+    std::fs::remove_file(old_root.join(mark_store::STORE_MARKER)).unwrap();
+    for (root, names) in [
+        (plain.path(), ["--flat", "import"]),
+        (old_root.as_path(), ["--flat", "import --mark"]),
+    ] {
+        let listing = |r: &Path| {
+            let mut names: Vec<_> = walk_names(r);
+            names.sort();
+            names
+        };
+        let before = listing(root);
+        let refused =
+            run_mark_server(&["--root", root.to_str().unwrap(), "--listen", "127.0.0.1:0"]);
+        let stderr = match refused {
+            Err(mark_testkit::TestkitError::Command { stderr, .. }) => stderr,
+            other => panic!("{} was served: {other:?}", root.display()),
+        };
+        assert!(names.iter().all(|n| stderr.contains(n)), "{stderr}");
+        assert_eq!(listing(root), before, "a refused root is not written");
+    }
+    run_mark_server(&["import", "--mark", old_root.to_str().unwrap()]).unwrap();
+    let marked = MarkServerProcess::start::<&str>(&old_root, &[]).unwrap();
+    let doc = send(
+        &client_for(&marked),
+        &marked,
+        Request::new(Verb::Fetch, "/guide/intro.md"),
+    )
+    .await;
+    assert_status(&doc, Status::Ok);
+
+    let empty = tempfile::tempdir().unwrap();
+    let tokens_dir = tempfile::tempdir().unwrap();
+    let file = tokens_dir.path().join("tokens.toml");
+    let writer = generate_token(&file, "/**", "publish", None).unwrap();
+    let server =
+        MarkServerProcess::start(empty.path(), &["--tokens", file.to_str().unwrap()]).unwrap();
+    assert!(
+        !empty.path().join(mark_store::STORE_MARKER).exists(),
+        "opening writes nothing"
+    );
+    let created = send(
+        &client_for(&server),
+        &server,
+        Request::new(Verb::Publish, "/a.md")
+            .with_meta("auth", &writer)
+            .with_body("# A\n"),
+    )
+    .await;
+    assert_status(&created, Status::Created);
+    assert!(empty.path().join(mark_store::STORE_MARKER).is_file());
+}
+
+/// Every path under `root`, relative.
+fn walk_names(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            out.push(e.path().strip_prefix(root).unwrap().display().to_string());
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    out
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_given_certificate_is_served_and_survives_restart() {
     let certs = tempfile::tempdir().unwrap();

@@ -74,7 +74,7 @@ fn versioned(c: &mut Criterion) {
     let tokens = dir.path().join("tokens.toml");
     let token = generate_token(&["/**".to_string()], &[Op::Publish], None, &tokens).unwrap();
     let root = dir.path().join("store");
-    std::fs::create_dir(&root).unwrap();
+    mark_store::mark(&root).unwrap();
     let engine = Engine::open(
         &root,
         StoreMode::Versioned,

@@ -5,6 +5,7 @@ use crate::clock::{format_rfc3339, parse_rfc3339, unix_seconds};
 use crate::error::StoreError;
 use crate::lookup::{Catalog, LookupQuery};
 use crate::manifest;
+use crate::marker::RootKind;
 use crate::paths::SafePath;
 use crate::store::{FolderProblem, Snapshot, Store, StoreMode};
 use mark_proto::versions::VersionEntry;
@@ -176,10 +177,13 @@ fn conflict(yours: u64, server: u64) -> Response {
 }
 
 impl Engine {
-    /// Opens `root` as a store. A versioned store has its document links
-    /// repaired (a crash can leave one a step behind); the cost is one walk
-    /// of the store. `tokens: None` means reads are public and writes are
-    /// refused.
+    /// Opens `root` as a store. `StoreMode::Versioned` needs a marked store
+    /// ([`crate::mark`], [`crate::import()`]) or an empty folder (the first
+    /// write marks it); anything else is [`StoreError::NotAStore`].
+    /// `tokens: None` means reads are public and writes are refused, and
+    /// then opening changes nothing on disk; with tokens a versioned store
+    /// has its document links repaired (a crash can leave one a step
+    /// behind), at the cost of one walk of the store.
     pub fn open(
         root: &Path,
         mode: StoreMode,
@@ -192,8 +196,19 @@ impl Engine {
         if !canonical.is_dir() {
             return Err(StoreError::NotADirectory(root.to_path_buf()));
         }
+        if mode == StoreMode::Versioned {
+            let kind = RootKind::of(&canonical).map_err(|source| StoreError::Root {
+                path: root.to_path_buf(),
+                source,
+            })?;
+            if !matches!(kind, RootKind::Store | RootKind::Empty) {
+                return Err(StoreError::NotAStore(root.to_path_buf()));
+            }
+        }
         let store = Store::new(canonical, mode);
-        store.repair_links();
+        if tokens.is_some() {
+            store.repair_links();
+        }
         let name = store
             .root()
             .file_name()
@@ -658,7 +673,10 @@ impl Engine {
         Ok(())
     }
 
+    /// Makes the folders for a new document, marking the store first when
+    /// this is the first write into the empty folder it was opened on.
     fn prepare(&self, doc: &SafePath) -> Result<(), Response> {
+        crate::marker::write_marker(self.store.root()).map_err(|e| server_error(&e))?;
         self.store.prepare_document(doc).map_err(|p| match p {
             FolderProblem::Escapes => not_found(&doc.encoded()),
             FolderProblem::InTheWay(at) => bad_request(&format!("`{at}` is in the way: it is a file or folder not written through the protocol, or a document where a folder must be.")),

@@ -51,4 +51,28 @@ pub enum StoreError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A folder opened as a versioned store that is neither marked nor empty.
+    #[error(
+        "{0} is not a versioned store: it has no .mark-store marker and is not empty; serve it as a plain folder, or mark or import it into a store"
+    )]
+    NotAStore(PathBuf),
+    /// A folder that cannot be marked because documents would vanish.
+    #[error("{} cannot be marked as a versioned store: its plain file {first}{} would no longer be served; import the folder into a new store instead", .root.display(), more_note(*.more))]
+    PlainDocuments {
+        /// The folder.
+        root: PathBuf,
+        /// The first plain document found, as a /path.
+        first: String,
+        /// How many more there are.
+        more: usize,
+    },
+}
+
+/// ` (and N more)`, or nothing.
+fn more_note(more: usize) -> String {
+    if more > 0 {
+        format!(" (and {more} more)")
+    } else {
+        String::new()
+    }
 }

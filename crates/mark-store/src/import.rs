@@ -1,6 +1,7 @@
 //! Turning a folder of markdown into a versioned store.
 
 use crate::error::StoreError;
+use crate::marker::{RootKind, write_marker};
 use crate::paths::SafePath;
 use crate::store::{FolderProblem, Store, StoreMode};
 use std::fs;
@@ -22,7 +23,8 @@ pub struct ImportReport {
 /// `dest_root` (created if missing), keeping the folder structure: each
 /// file becomes v1 of its document, or a new version when the document
 /// exists with other content. Hidden files and folders (leading `.`) and
-/// symlinks are skipped; `modified` is `now`.
+/// symlinks are skipped; `modified` is `now`. The destination must be
+/// missing, empty or a store; it gets the store marker.
 pub fn import(
     src_dir: &Path,
     dest_root: &Path,
@@ -34,6 +36,18 @@ pub fn import(
     };
     fs::create_dir_all(dest_root).map_err(io_err(dest_root))?;
     let root = dest_root.canonicalize().map_err(io_err(dest_root))?;
+    match RootKind::of(&root).map_err(io_err(dest_root))? {
+        RootKind::Store | RootKind::Empty => {}
+        RootKind::UnmarkedStore | RootKind::Folder => {
+            return Err(StoreError::Import {
+                path: dest_root.to_path_buf(),
+                source: std::io::Error::other(
+                    "the destination is neither empty nor a versioned store; import into a new folder",
+                ),
+            });
+        }
+    }
+    write_marker(&root).map_err(io_err(dest_root))?;
     let store = Store::new(root, StoreMode::Versioned);
     let mut report = ImportReport::default();
     let now = crate::clock::unix_seconds(now);
@@ -139,6 +153,7 @@ mod tests {
         fs::write(src.path().join("image.png"), [0u8, 1]).unwrap();
         let report = import(src.path(), dest.path(), UNIX_EPOCH).unwrap();
         assert_eq!((report.imported, report.unchanged), (2, 0));
+        assert_eq!(RootKind::of(dest.path()).unwrap(), RootKind::Store);
         assert!(dest.path().join("versions/index.md.v1").is_file());
         assert!(dest.path().join("notes/deep/versions/a.md.v1").is_file());
         assert!(!dest.path().join("notes/versions").exists());
@@ -150,5 +165,7 @@ mod tests {
         );
         let again = import(src.path(), dest.path(), UNIX_EPOCH).unwrap();
         assert_eq!((again.imported, again.unchanged), (0, 2));
+        // A plain folder is never imported into (its files would vanish).
+        assert!(import(src.path(), src.path(), UNIX_EPOCH).is_err());
     }
 }

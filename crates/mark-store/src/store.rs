@@ -451,14 +451,8 @@ impl Store {
         }
         let own = doc.under(&self.root);
         let ours = |target: &Path| {
-            let mut parts = target.components();
-            parts.next().is_some_and(|c| c.as_os_str() == VERSIONS_DIR)
-                && parts
-                    .next()
-                    .and_then(|c| c.as_os_str().to_str())
-                    .and_then(versioned::split_version_file_name)
-                    .is_some_and(|(n, _)| Some(n) == doc.name())
-                && parts.next().is_none()
+            doc.name()
+                .is_some_and(|n| versioned::links_to_own_version(target, n))
         };
         match fs::symlink_metadata(&own) {
             Ok(m) if m.file_type().is_symlink() => match fs::read_link(&own) {

@@ -130,6 +130,19 @@ pub(crate) fn split_version_file_name(file: &str) -> Option<(&str, u64)> {
     Some((name, digits.parse().ok()?))
 }
 
+/// Whether a link target is `versions/<name>.v<N>`: the document link the
+/// store keeps for `name`.
+pub(crate) fn links_to_own_version(target: &Path, name: &str) -> bool {
+    let mut parts = target.components();
+    parts.next().is_some_and(|c| c.as_os_str() == VERSIONS_DIR)
+        && parts
+            .next()
+            .and_then(|c| c.as_os_str().to_str())
+            .and_then(split_version_file_name)
+            .is_some_and(|(n, _)| n == name)
+        && parts.next().is_none()
+}
+
 /// What a versions folder holds, per document name: the highest version and
 /// the archived marker's version. One `read_dir`, so LIST and the catalog
 /// cost one directory read per folder.

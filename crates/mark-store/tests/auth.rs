@@ -32,6 +32,7 @@ fn setup() -> Setup {
         &[Op::Read],
         Some(at(0) - std::time::Duration::from_secs(1)),
     );
+    mark_store::mark(dir.path()).unwrap();
     let engine = Engine::open(
         dir.path(),
         StoreMode::Versioned,
@@ -113,6 +114,7 @@ fn tokens_expire_by_the_clock_parameter() {
     let tokens = tempfile::tempdir().unwrap();
     let file = tokens.path().join("tokens.toml");
     let t = token(&file, &["/**"], &[Op::Publish], Some(at(100)));
+    mark_store::mark(dir.path()).unwrap();
     let engine = Engine::open(
         dir.path(),
         StoreMode::Versioned,
@@ -228,6 +230,7 @@ fn reads_are_public_unless_a_read_grant_covers_the_path() {
 #[test]
 fn no_token_store_means_no_publishing_and_public_reads() {
     let dir = tempfile::tempdir().unwrap();
+    mark_store::mark(dir.path()).unwrap();
     let engine = Engine::open(dir.path(), StoreMode::Versioned, None).unwrap();
     for verb in [Verb::Publish, Verb::Append, Verb::Archive] {
         let r = engine.handle(

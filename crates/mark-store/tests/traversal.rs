@@ -123,6 +123,7 @@ fn a_symlinked_versions_folder_is_not_served() {
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
+    mark_store::mark(dir.path()).unwrap();
     #[cfg(unix)]
     std::os::unix::fs::symlink(outside.path(), dir.path().join("versions")).unwrap();
     let engine = Engine::open(dir.path(), StoreMode::Versioned, None).unwrap();

@@ -554,3 +554,42 @@ fn damage_to_one_document_does_not_break_the_others() {
         ["/good.md#good"]
     );
 }
+
+/// #12.1: a store is recognised by its marker only. A folder that is
+/// neither marked nor empty is refused in versioned mode; the first write
+/// into an empty folder marks it; opening without tokens repairs nothing.
+#[test]
+fn a_store_is_its_marker_and_a_read_only_open_changes_nothing() {
+    use mark_store::{Engine, RootKind, STORE_MARKER, StoreMode};
+    let plain = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(plain.path().join("api/versions")).unwrap();
+    std::fs::write(plain.path().join("api/versions/schema.v1"), "s").unwrap();
+    std::fs::write(plain.path().join("notes.md"), "# Notes\n").unwrap();
+    let e = Engine::open(plain.path(), StoreMode::Versioned, None).unwrap_err();
+    assert!(e.to_string().contains("no .mark-store marker"), "{e}");
+
+    let empty = tempfile::tempdir().unwrap();
+    let s = Store::new();
+    assert!(s.dir.path().join(STORE_MARKER).is_file());
+    std::fs::remove_file(s.dir.path().join(STORE_MARKER)).unwrap();
+    // Reopened on the folder it marks at its first write.
+    let tokens = mark_store::TokenStore::load(&s.tokens.path().join("tokens.toml")).unwrap();
+    let engine = Engine::open(empty.path(), StoreMode::Versioned, Some(tokens)).unwrap();
+    let publish = Request::new(Verb::Publish, "/a.md")
+        .with_meta("auth", &s.token)
+        .with_body("one");
+    assert_eq!(engine.handle(&publish, at(0)).status, Status::Created);
+    assert_eq!(RootKind::of(empty.path()).unwrap(), RootKind::Store);
+
+    // A link one step behind stays behind when opened read-only.
+    #[cfg(unix)]
+    {
+        let link = empty.path().join("a.md");
+        std::fs::remove_file(&link).unwrap();
+        drop(engine);
+        let engine = Engine::open(empty.path(), StoreMode::Versioned, None).unwrap();
+        let fetched = engine.handle(&Request::new(Verb::Fetch, "/a.md"), at(1));
+        assert_eq!(fetched.body, b"one");
+        assert!(std::fs::symlink_metadata(&link).is_err(), "no link repair");
+    }
+}

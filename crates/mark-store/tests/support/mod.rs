@@ -37,6 +37,7 @@ impl Store {
         let tokens = tempfile::tempdir().unwrap();
         let file = tokens.path().join("tokens.toml");
         let token = token(&file, &["/**"], &[Op::Publish], None);
+        mark_store::mark(dir.path()).unwrap();
         let engine = Engine::open(
             dir.path(),
             StoreMode::Versioned,
