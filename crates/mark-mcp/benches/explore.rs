@@ -144,7 +144,7 @@ fn crawl_over_quic(c: &mut Criterion) {
                 .unwrap();
                 let source: Arc<dyn Source> = Arc::new(RemoteSource::new(url.clone(), client));
                 let graph = SessionGraph::new(source, card_settings().crawl);
-                assert!(graph.start());
+                assert!(graph.start(std::time::Instant::now(), false));
                 let waited = graph.wait(Duration::from_secs(600), &Unwatched).await;
                 assert_eq!(waited, Waited::Settled);
                 assert!(graph.backlinks("/hubs/hub-0.md").1.complete);

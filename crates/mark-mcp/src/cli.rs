@@ -81,6 +81,10 @@ pub struct Cli {
     /// How long a card waits for an unfinished crawl (it goes on in the background).
     #[arg(long, global = true, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
     pub crawl_wait: Duration,
+    /// Age after which a card crawls the source again (conditional FETCHes:
+    /// cheap); an older graph's age shows on the card.
+    #[arg(long, global = true, default_value = "60s", value_name = "DURATION", value_parser = parse_duration)]
+    pub graph_fresh_for: Duration,
     /// Crawl requests in flight at once.
     #[arg(long, global = true, default_value = "16", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub crawl_concurrency: u16,
@@ -246,6 +250,7 @@ impl Cli {
                 } else {
                     self.crawl_wait
                 },
+                fresh_for: self.graph_fresh_for,
                 at_start: self.crawl
                     || matches!(self.source_choice(), Some(SourceChoice::Folder(_))),
             },

@@ -13,7 +13,7 @@
 //! cache: crawled bodies are parsed for their links and dropped.
 
 use crate::cache::Stamp;
-use crate::list::NAME;
+use crate::list::{Completeness, NAME};
 use crate::source::{Source, SourceError};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -41,6 +41,9 @@ pub struct CrawlSettings {
     /// How long a card waits for an unfinished crawl before it answers with
     /// the graph as it is (the crawl goes on in the background).
     pub wait: Duration,
+    /// Age of the graph (from its last crawl's start) after which a card
+    /// crawls again; an older graph's age shows on the card.
+    pub fresh_for: Duration,
     /// Crawl as soon as the session starts rather than at the first card.
     pub at_start: bool,
 }
@@ -55,6 +58,7 @@ impl Default for CrawlSettings {
                 max_in_flight: 16,
             },
             wait: Duration::from_secs(10),
+            fresh_for: Duration::from_secs(60),
             at_start: false,
         }
     }
@@ -82,6 +86,9 @@ pub struct CrawlProgress {
     pub failures: usize,
     /// The first failure, as one clause (`LIST /private/ answered unauthorized`).
     pub first_failure: Option<String>,
+    /// Listings whose answer said nothing of completeness (an older server
+    /// that does not page LIST): the graph cannot be called complete.
+    pub unstated_listings: usize,
     /// Running, finished, or not started.
     pub state: CrawlState,
 }
@@ -93,6 +100,7 @@ impl CrawlProgress {
             listed: 0,
             failures: 0,
             first_failure: None,
+            unstated_listings: 0,
             state: CrawlState::Idle,
         }
     }
@@ -171,6 +179,20 @@ impl Indexed {
         self.graph.remove(path);
         self.stamps.remove(path);
     }
+
+    /// Forgets the indexed documents a whole crawl's listings no longer
+    /// name, unless read since the crawl started (`listed`: what they named).
+    fn forget_unlisted(&mut self, listed: &std::collections::HashSet<String>, started: Instant) {
+        let gone: Vec<String> = self
+            .stamps
+            .iter()
+            .filter(|(path, stamp)| !listed.contains(*path) && stamp.asked < started)
+            .map(|(path, _)| path.clone())
+            .collect();
+        for path in gone {
+            self.remove(&path);
+        }
+    }
 }
 
 struct Shared {
@@ -180,6 +202,38 @@ struct Shared {
     progress: watch::Sender<CrawlProgress>,
     /// The stop signal of the running crawl, if one runs.
     running: Mutex<Option<Arc<Notify>>>,
+    /// The last crawl that ran to its end.
+    last: Mutex<Option<LastCrawl>>,
+}
+
+/// When the last finished crawl started, and whether it saw everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LastCrawl {
+    started: Instant,
+    complete: bool,
+}
+
+/// Whether a card should crawl now: not while a crawl runs; then when asked
+/// to (`force`), when none has finished, or when the last finished one
+/// started `fresh_for` or more before `now`.
+fn should_crawl(
+    running: bool,
+    last_started: Option<Instant>,
+    now: Instant,
+    fresh_for: Duration,
+    force: bool,
+) -> bool {
+    !running
+        && (force || last_started.is_none_or(|at| now.saturating_duration_since(at) >= fresh_for))
+}
+
+/// `42 s`, `3 min`, `2 h`: an age on a card.
+pub fn age_text(age: Duration) -> String {
+    match age.as_secs() {
+        s if s < 120 => format!("{s} s"),
+        s if s < 2 * 3600 => format!("{} min", s / 60),
+        s => format!("{} h", s / 3600),
+    }
 }
 
 /// The link graph of one session and its crawl: see the module documentation.
@@ -251,6 +305,7 @@ impl SessionGraph {
                 settings,
                 progress: watch::Sender::new(CrawlProgress::idle()),
                 running: Mutex::new(None),
+                last: Mutex::new(None),
             }),
         }
     }
@@ -265,12 +320,17 @@ impl SessionGraph {
         self.shared.progress.borrow().clone()
     }
 
-    /// Starts a crawl in the background unless one is running or one has
-    /// ended (a stopped crawl is started again). Returns whether this call
-    /// started it. Must be called inside a tokio runtime.
-    pub fn start(&self) -> bool {
+    /// Starts a crawl in the background when [`should_crawl`] says so at
+    /// `now`: none has finished, the graph is older than
+    /// [`CrawlSettings::fresh_for`], or `force`. Returns whether this call
+    /// started it. A crawl again goes by conditional FETCHes, and forgets
+    /// the documents its listings no longer name. Must be called inside a
+    /// tokio runtime.
+    pub fn start(&self, now: Instant, force: bool) -> bool {
         let mut running = lock(&self.shared.running);
-        if running.is_some() || matches!(self.progress().state, CrawlState::Done(_)) {
+        let last_started = lock(&self.shared.last).map(|l| l.started);
+        let fresh_for = self.shared.settings.fresh_for;
+        if !should_crawl(running.is_some(), last_started, now, fresh_for, force) {
             return false;
         }
         let stop = Arc::new(Notify::new());
@@ -296,6 +356,15 @@ impl SessionGraph {
             *running = None;
         });
         true
+    }
+
+    /// The graph's age at `now` when it is older than
+    /// [`CrawlSettings::fresh_for`] (from its last finished crawl's start);
+    /// `None` while it is fresh or no crawl has finished.
+    pub fn stale_age(&self, now: Instant) -> Option<Duration> {
+        let started = lock(&self.shared.last).as_ref()?.started;
+        let age = now.saturating_duration_since(started);
+        (age >= self.shared.settings.fresh_for).then_some(age)
     }
 
     /// Stops the running crawl, if any: requests in flight are dropped, the
@@ -370,8 +439,17 @@ impl SessionGraph {
     /// The links into `path` (a request path, percent-encoded or not) and how
     /// complete the graph is.
     pub fn backlinks(&self, path: &str) -> (Vec<Backlink>, Coverage) {
+        let complete = lock(&self.shared.last).is_some_and(|l| l.complete);
         let graph = &self.shared.read().graph;
-        (graph.backlinks(&graph_key(path)), graph.coverage())
+        let coverage = graph.coverage();
+        // Complete while the last finished crawl saw everything and every
+        // document known since is indexed (a later crawl that failed or hit
+        // a bound makes it partial again).
+        let coverage = Coverage {
+            complete: complete && coverage.known.is_none_or(|k| k == coverage.indexed),
+            ..coverage
+        };
+        (graph.backlinks(&graph_key(path)), coverage)
     }
 
     /// The title `path` was indexed with.
@@ -426,7 +504,12 @@ async fn crawl(
             return None;
         }
     };
+    let started = clock();
     let mut in_flight = FuturesUnordered::new();
+    // Every document this crawl's listings named, and whether every listing
+    // answered in full: only then is a document they do not name gone.
+    let mut listed_docs = std::collections::HashSet::new();
+    let mut whole_listing = true;
     loop {
         while let Some(step) = plan.next_step(clock()) {
             let req = match &step {
@@ -448,10 +531,17 @@ async fn crawl(
             break;
         };
         let reported = report(shared, &mut plan, &step, answer, (asked, clock()));
+        if matches!(step, CrawlStep::List { .. })
+            && (reported.failure.is_some() || reported.unstated)
+        {
+            whole_listing = false;
+        }
+        listed_docs.extend(reported.found.iter().cloned());
         let failures = plan.outcome().failures;
         shared.progress.send_modify(|p| {
             p.fetched += usize::from(reported.fetched);
-            p.listed += reported.listed;
+            p.listed += reported.found.len();
+            p.unstated_listings += usize::from(reported.unstated);
             p.failures = failures;
             if p.first_failure.is_none() {
                 p.first_failure = reported.failure;
@@ -459,9 +549,15 @@ async fn crawl(
         });
     }
     let outcome = plan.outcome();
-    if outcome.complete {
-        shared.write().graph.mark_complete();
+    let listing_cut = matches!(
+        outcome.stopped,
+        Some(link_graph::StopReason::Listings(_) | link_graph::StopReason::Deadline(_))
+    );
+    if whole_listing && !listing_cut {
+        shared.write().forget_unlisted(&listed_docs, started);
     }
+    let complete = outcome.complete && shared.progress.borrow().unstated_listings == 0;
+    *lock(&shared.last) = Some(LastCrawl { started, complete });
     Some(outcome)
 }
 
@@ -469,7 +565,10 @@ async fn crawl(
 #[derive(Debug, Default)]
 struct Reported {
     fetched: bool,
-    listed: usize,
+    /// Documents a listing named first.
+    found: Vec<String>,
+    /// A listing that said nothing of its completeness.
+    unstated: bool,
     failure: Option<String>,
 }
 
@@ -524,9 +623,12 @@ fn listed(
     }
     let entries = mark_proto::list::parse(&resp.body)
         .map_err(|e| format!("LIST {dir} gave a malformed listing ({e})"))?;
-    let next = (resp.meta("complete") == Some("false"))
-        .then(|| resp.meta("next-cursor").map(str::to_string))
-        .flatten();
+    let completeness = Completeness::of(resp);
+    let unstated = completeness == Completeness::Unstated;
+    let next = match completeness {
+        Completeness::Partial(next) => next,
+        Completeness::Complete | Completeness::Unstated => None,
+    };
     let found = plan
         .on_listed(dir, entries, next)
         .map_err(|e| e.to_string())?;
@@ -537,7 +639,8 @@ fn listed(
         }
     }
     Ok(Reported {
-        listed: found.len(),
+        found,
+        unstated,
         ..Reported::default()
     })
 }
@@ -732,8 +835,9 @@ mod tests {
             ..CrawlSettings::default().limits
         };
         let graph = graph_over(counted(), limits);
-        assert!(graph.start());
-        assert!(!graph.start(), "one crawl at a time");
+        let t0 = Instant::now();
+        assert!(graph.start(t0, false));
+        assert!(!graph.start(t0, true), "one crawl at a time");
         assert_eq!(
             graph.wait(Duration::from_secs(10), &Gone).await,
             Waited::Cancelled
@@ -746,14 +850,28 @@ mod tests {
         assert_eq!(graph.progress().state, CrawlState::Idle);
         assert!(!graph.backlinks("/hub.md").1.complete);
         // A stopped crawl starts again and completes.
-        assert!(graph.start());
+        assert!(graph.start(t0, false));
         assert_eq!(
             graph.wait(Duration::from_secs(10), &Unwatched).await,
             Waited::Settled
         );
         assert!(matches!(graph.progress().state, CrawlState::Done(o) if o.complete));
         assert!(graph.backlinks("/hub.md").1.complete);
-        assert!(!graph.start(), "a finished crawl is not repeated");
+        assert!(
+            !graph.start(t0, false),
+            "a fresh graph is not crawled again"
+        );
+        assert_eq!(graph.stale_age(t0), None);
+        let later = t0 + graph.settings().fresh_for + Duration::from_secs(5);
+        assert!(
+            graph
+                .stale_age(later)
+                .is_some_and(|age| age >= graph.settings().fresh_for)
+        );
+        assert!(graph.start(later, false), "an old graph is crawled again");
+        graph.wait(Duration::from_secs(10), &Unwatched).await;
+        assert!(graph.start(later, true), "force crawls a fresh graph again");
+        graph.wait(Duration::from_secs(10), &Unwatched).await;
     }
 
     #[test]
@@ -788,6 +906,24 @@ mod tests {
             Stamp::new(Some("1"), t0 + secs(4), t0 + secs(4)),
         );
         assert_eq!(indexed.graph.etag("/f.md"), Some("e-old"));
+    }
+
+    #[test]
+    fn a_graph_is_crawled_again_once_older_than_its_bound() {
+        let t0 = Instant::now();
+        let bound = Duration::from_secs(60);
+        assert!(should_crawl(false, None, t0, bound, false), "never crawled");
+        assert!(!should_crawl(true, None, t0, bound, true), "one at a time");
+        let just_before = t0 + bound - Duration::from_millis(1);
+        assert!(!should_crawl(false, Some(t0), just_before, bound, false));
+        assert!(
+            should_crawl(false, Some(t0), just_before, bound, true),
+            "force"
+        );
+        assert!(should_crawl(false, Some(t0), t0 + bound, bound, false));
+        assert_eq!(age_text(Duration::from_secs(42)), "42 s");
+        assert_eq!(age_text(Duration::from_secs(300)), "5 min");
+        assert_eq!(age_text(Duration::from_secs(3 * 3600)), "3 h");
     }
 
     #[test]

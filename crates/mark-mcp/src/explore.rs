@@ -17,15 +17,15 @@
 //! `unchanged` in one line (`force` re-sends it), like `mark_fetch`.
 
 use crate::crawl::{
-    CrawlProgress, CrawlState, CrawlWatcher, SessionGraph, Unwatched, Waited, graph_key,
+    CrawlProgress, CrawlState, CrawlWatcher, SessionGraph, Unwatched, Waited, age_text, graph_key,
     parent_dir, wire_path,
 };
 use crate::dedup::{Decision, Slice};
 use crate::envelope::{ToolText, size_line};
 use crate::fetch::change_note;
-use crate::list::entry_path;
+use crate::list::{Completeness, entry_path};
 use crate::paging::cursor_argument;
-use crate::session::{CachedDoc, FolderListing, Loaded, Session};
+use crate::session::{CachedDoc, FolderListing, Freshness, Loaded, Session};
 use futures::future::BoxFuture;
 use link_graph::{Backlink, Coverage};
 use mark_proto::list::ListEntry;
@@ -261,15 +261,24 @@ async fn list_parent(session: &Session, dir: &str, now: Instant) -> Listing {
     }
     let entries = mark_proto::list::parse(&resp.body)
         .map_err(|e| format!("the listing of {dir} is malformed ({e})"))?;
-    let complete = resp.meta("complete") != Some("false");
-    Ok(session.keep_listing(dir, FolderListing { entries, complete }, now))
+    let completeness = Completeness::of(&resp);
+    Ok(session.keep_listing(
+        dir,
+        FolderListing {
+            entries,
+            completeness,
+        },
+        now,
+    ))
 }
 
-/// The graph as a card sees it: the backlinks, the coverage, and the crawl's state.
+/// The graph as a card sees it: the backlinks, the coverage, the crawl's
+/// state, and the graph's age when it is older than `--graph-fresh-for`.
 struct GraphView {
     backlinks: Vec<Backlink>,
     coverage: Coverage,
     progress: CrawlProgress,
+    age: Option<std::time::Duration>,
 }
 
 /// Stops a crawl when dropped while it holds one.
@@ -283,17 +292,20 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
-/// Starts the crawl if it is not running or done, waits for it within the
-/// session's bound, and reads `path`'s backlinks. `None`: cancelled.
+/// Starts a crawl when the graph needs one (none yet, older than
+/// `--graph-fresh-for`, or `force`), waits for it within the session's
+/// bound, and reads `path`'s backlinks. `None`: cancelled.
 async fn graph_view(
     session: &Session,
     path: &str,
+    now: Instant,
+    force: bool,
     watcher: &dyn CrawlWatcher,
 ) -> Option<GraphView> {
     let graph = session.graph();
     // Armed while this call waits for a crawl it started: a cancelled call
     // (the wait says so, or the whole call is dropped) stops it.
-    let mut stop_on_drop = StopOnDrop(graph.start().then_some(graph));
+    let mut stop_on_drop = StopOnDrop(graph.start(now, force).then_some(graph));
     let waited = graph.wait(graph.settings().wait, watcher).await;
     if waited == Waited::Cancelled {
         return None;
@@ -304,6 +316,7 @@ async fn graph_view(
         backlinks,
         coverage,
         progress: graph.progress(),
+        age: graph.stale_age(Instant::now().max(now)),
     })
 }
 
@@ -335,7 +348,12 @@ fn backlink_lines(view: &GraphView) -> (String, Vec<String>) {
         ));
         rest = &rest[same..];
     }
-    let heading = format!("## Backlinks {}", view.coverage.backlinks_note(lines.len()));
+    let mut note = view.coverage.backlinks_note(lines.len());
+    if let Some(age) = view.age {
+        // Inside the closing parenthesis: `(3; graph complete, as of 4 min ago)`.
+        note.insert_str(note.len() - 1, &format!(", as of {} ago", age_text(age)));
+    }
+    let heading = format!("## Backlinks {note}");
     (heading, lines)
 }
 
@@ -357,11 +375,24 @@ fn crawl_note(progress: &CrawlProgress) -> Option<String> {
             label(f, 100)
         )
     });
-    match (stopped, failed) {
-        (None, None) => None,
-        (Some(a), None) | (None, Some(a)) => Some(format!("({a})")),
-        (Some(a), Some(b)) => Some(format!("({a}; {b})")),
-    }
+    let unstated = (progress.unstated_listings > 0).then(|| {
+        format!(
+            "{} listing{} did not say whether {} complete (the server does not page LIST)",
+            progress.unstated_listings,
+            if progress.unstated_listings == 1 {
+                ""
+            } else {
+                "s"
+            },
+            if progress.unstated_listings == 1 {
+                "it is"
+            } else {
+                "they are"
+            },
+        )
+    });
+    let clauses: Vec<String> = [stopped, failed, unstated].into_iter().flatten().collect();
+    (!clauses.is_empty()).then(|| format!("({})", clauses.join("; ")))
 }
 
 /// Outbound links in card order: internal (resolved, anchors kept) then
@@ -416,10 +447,14 @@ fn sibling_lines(session: &Session, dir: &str, path: &str, entries: &[ListEntry]
 }
 
 fn siblings_heading(dir: &str, listing: &Listing, count: usize) -> String {
-    match listing {
-        Ok(l) if l.complete => format!("## Siblings in {} ({count})", wire_path(dir)),
-        Ok(_) => format!(
+    match listing.as_ref().map(|l| &l.completeness) {
+        Ok(Completeness::Complete) => format!("## Siblings in {} ({count})", wire_path(dir)),
+        Ok(Completeness::Partial(_)) => format!(
             "## Siblings in {} ({count}+, listing paged)",
+            wire_path(dir)
+        ),
+        Ok(Completeness::Unstated) => format!(
+            "## Siblings in {} ({count}; the server did not say whether its listing is complete)",
             wire_path(dir)
         ),
         Err(_) => format!("## Siblings in {}", wire_path(dir)),
@@ -575,18 +610,31 @@ async fn card(
 ) -> ToolText {
     let dir = parent_dir(path);
     let (request_path, request_dir) = (wire_path(path), wire_path(dir));
-    let (loaded, listing, view) = tokio::join!(
-        session.load(&request_path, now),
+    // The crawl starts now and runs beside the document's FETCH and the
+    // LIST; the card waits for it only once the document is known to exist,
+    // so a missing document is answered at once.
+    let graph = session.graph();
+    let mut stop_on_drop = StopOnDrop(graph.start(now, force).then_some(graph));
+    let freshness = if force {
+        Freshness::Revalidate
+    } else {
+        Freshness::CacheOk
+    };
+    let (loaded, listing) = tokio::join!(
+        session.load_with(&request_path, now, freshness),
         list_parent(session, &request_dir, now),
-        graph_view(session, path, watcher),
     );
     let cached = match loaded {
         Loaded::Doc(d) => d,
-        Loaded::Answer(t) => return t,
+        Loaded::Answer(t) => {
+            stop_on_drop.0 = None;
+            return t;
+        }
     };
-    let Some(view) = view else {
+    let Some(view) = graph_view(session, path, now, false, watcher).await else {
         return ToolText::error("explore was cancelled; call it again to go on");
     };
+    stop_on_drop.0 = None;
 
     let outline = outline_entries(&cached);
     // What the outline shows with no byte bound: what it needs, and what it
@@ -719,7 +767,7 @@ async fn page(
             (heading, lines, header(&cached), Some(cached))
         }
         Part::Backlinks => {
-            let Some(view) = graph_view(session, path, watcher).await else {
+            let Some(view) = graph_view(session, path, now, false, watcher).await else {
                 return ToolText::error("explore was cancelled; call it again to go on");
             };
             let (heading, lines) = backlink_lines(&view);

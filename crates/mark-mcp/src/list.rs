@@ -3,7 +3,7 @@
 use crate::envelope::{ToolText, bounded_lines};
 use crate::session::Session;
 use mark_proto::list::ListEntry;
-use mark_proto::{Request, Verb};
+use mark_proto::{Request, Response, Verb};
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
@@ -35,6 +35,33 @@ pub fn entry_path(dir: &str, entry: &ListEntry) -> String {
 /// Characters escaped in a path segment: controls, space, and what would end
 /// or split a path or URL.
 pub(crate) const NAME: &AsciiSet = &CONTROLS.add(b' ').add(b'#').add(b'%').add(b'/').add(b'?');
+
+/// What a LIST answer says of its completeness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Completeness {
+    /// `complete: true`: every entry is in this answer.
+    Complete,
+    /// More entries exist; the cursor for the next page, if the server gave one.
+    Partial(Option<String>),
+    /// Neither `complete` nor `next-cursor`: an older server that does not
+    /// page. The listing may or may not be whole; nothing may claim it is.
+    Unstated,
+}
+
+impl Completeness {
+    /// Reads `complete` and `next-cursor` of a LIST answer.
+    pub fn of(resp: &Response) -> Completeness {
+        let next = resp
+            .meta("next-cursor")
+            .filter(|c| !c.is_empty())
+            .map(str::to_string);
+        match (resp.meta("complete"), next) {
+            (Some("true"), _) => Completeness::Complete,
+            (None, None) => Completeness::Unstated,
+            (_, next) => Completeness::Partial(next),
+        }
+    }
+}
 
 fn root() -> String {
     "/".to_string()
@@ -76,14 +103,23 @@ async fn list_page(session: &Session, params: ListParams) -> Result<ToolText, To
         PAGE_SIZE,
         "entries",
     );
-    let next = resp.meta("next-cursor").filter(|c| !c.is_empty());
-    if let Some(c) = next {
-        text.push_str(&format!(
+    let completeness = Completeness::of(&resp);
+    let complete = match &completeness {
+        Completeness::Complete => "true",
+        Completeness::Partial(_) => "false",
+        Completeness::Unstated => "unknown",
+    };
+    match &completeness {
+        Completeness::Partial(Some(c)) => text.push_str(&format!(
             "\nMore entries: call mark_list with the same url and cursor \"{c}\"."
-        ));
+        )),
+        Completeness::Unstated => text.push_str(
+            "\nThe server did not say whether this listing is complete (it does not page LIST); it may hold more entries.",
+        ),
+        _ => {}
     }
     Ok(ToolText::new("ok")
         .with("entries", entries.len().to_string())
-        .with("complete", if next.is_some() { "false" } else { "true" })
+        .with("complete", complete)
         .with_text(text))
 }

@@ -92,7 +92,7 @@ async fn run(mut cli: Cli) -> ExitCode {
     let Some(verb) = cli.verb.take() else {
         // A one-shot verb crawls only if it needs the graph (explore).
         if session.settings().crawl.at_start {
-            session.graph().start();
+            session.graph().start(std::time::Instant::now(), false);
         }
         return serve(session, cli.write).await;
     };

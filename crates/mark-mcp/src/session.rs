@@ -88,8 +88,9 @@ impl CachedDoc {
 pub struct FolderListing {
     /// The entries, in the server's order.
     pub entries: Vec<ListEntry>,
-    /// `false` when the server had more than one page.
-    pub complete: bool,
+    /// Whether the server said the listing is whole (more than one page:
+    /// not; an older server that does not page says nothing).
+    pub completeness: crate::list::Completeness,
 }
 
 impl FolderListing {

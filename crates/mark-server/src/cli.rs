@@ -67,6 +67,11 @@ struct ServeArgs {
     /// off with `too-large`.
     #[arg(long, default_value_t = mark_store::DEFAULT_MAX_DOCUMENT_BYTES, value_name = "BYTES")]
     max_document_bytes: usize,
+    /// Test mode: answer LIST as servers from before LIST paging (a March
+    /// 2026 demarkus server): paging keys ignored, no `complete` and no
+    /// `next-cursor` in the answer.
+    #[arg(long, hide = true)]
+    unpaged_list: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -199,6 +204,22 @@ fn split_list(s: &str) -> Vec<String> {
         .collect()
 }
 
+/// LIST as an older server answers it (`--unpaged-list`): the paging keys
+/// are not read, the answer says nothing of completeness.
+fn list_unpaged(
+    engine: &Engine,
+    request: &mark_proto::Request,
+    now: SystemTime,
+) -> mark_proto::Response {
+    let mut request = request.clone();
+    request.metadata.remove("page-size");
+    request.metadata.remove("cursor");
+    let mut response = engine.handle(&request, now);
+    response.metadata.remove("complete");
+    response.metadata.remove("next-cursor");
+    response
+}
+
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let root = args.root.context("--root is required")?;
     let tokens = args
@@ -228,7 +249,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let mut server_config = quinn::ServerConfig::with_crypto(Arc::new(identity.quic_config()?));
     server_config.transport_config(Arc::new(listener::transport_config(&limits)));
-    let handler: Handler = Arc::new(move |request, now| engine.handle(request, now));
+    let unpaged_list = args.unpaged_list;
+    let handler: Handler = Arc::new(move |request, now| {
+        if unpaged_list && request.verb == mark_proto::Verb::List {
+            return list_unpaged(&engine, request, now);
+        }
+        engine.handle(request, now)
+    });
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
