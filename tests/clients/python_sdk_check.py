@@ -57,6 +57,19 @@ async def run(binary: str, root: str) -> None:
             bad = [t.name for t in tools if t.input_schema.get("type") != "object"]
             check("every inputSchema has type object", not bad, str(bad))
 
+            # Claude Code loads these up front; the read group's tools/list,
+            # serialized as the SDK sends it, stays under 4 KB with them.
+            listed = await session.list_tools()
+            size = len(listed.model_dump_json(by_alias=True, exclude_none=True).encode())
+            print(f"     python-sdk: read group tools/list is {size} bytes")
+            check("read group tools/list is under 4 KB", size < 4096, f"{size} bytes")
+            always = sorted(t.name for t in tools if (t.meta or {}).get("anthropic/alwaysLoad") is True)
+            check(
+                "mark_lookup, mark_fetch, mark_explore are always loaded, the rest deferred",
+                always == ["mark_explore", "mark_fetch", "mark_lookup"],
+                str(always),
+            )
+
             r = await session.call_tool("mark_fetch", {"url": SMALL})
             t = text_of(r)
             check(

@@ -9,6 +9,8 @@ set -uo pipefail
 
 PYTHON_SDK_VERSION="2.3.0"
 INSPECTOR_VERSION="2.12.0"
+CLAUDE_CODE_VERSION="2.1.328"
+MCPB_VERSION="2.1.2"
 
 here="$(cd "$(dirname "$0")" && pwd)"
 workspace="$(cd "$here/../.." && pwd)"
@@ -42,14 +44,25 @@ install_python() {
     "$venv/bin/python" -m pip install -q --disable-pip-version-check "mcp==$PYTHON_SDK_VERSION"
 }
 
-install_inspector() {
-  local installed="$here/node_modules/@modelcontextprotocol/inspector/package.json"
-  if [ -f "$installed" ] &&
-    [ "$(node -p "require('$installed').version" 2>/dev/null)" = "$INSPECTOR_VERSION" ]; then
-    return 0
-  fi
-  (cd "$here" && npm install --no-save --no-audit --no-fund --silent --prefix . \
-    "@modelcontextprotocol/inspector@$INSPECTOR_VERSION")
+# One npm install for every Node package (a later `npm install --no-save`
+# would remove what an earlier one added).
+NODE_PACKAGES=(
+  "@modelcontextprotocol/inspector@$INSPECTOR_VERSION"
+  "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
+  "@anthropic-ai/mcpb@$MCPB_VERSION"
+)
+install_node() {
+  local spec name version installed all=1
+  for spec in "${NODE_PACKAGES[@]}"; do
+    name="${spec%@*}"
+    version="${spec##*@}"
+    installed="$here/node_modules/$name/package.json"
+    if [ ! -f "$installed" ] || [ "$(node -p "require('$installed').version" 2>/dev/null)" != "$version" ]; then
+      all=0
+    fi
+  done
+  [ "$all" -eq 1 ] && return 0
+  (cd "$here" && npm install --no-save --no-audit --no-fund --silent --prefix . "${NODE_PACKAGES[@]}")
 }
 
 passed=0
@@ -83,10 +96,11 @@ else
   failed=$((failed + 1))
 fi
 
-if install_inspector; then
+if install_node; then
   run_check node "$here/inspector_check.mjs" "$binary" "$fixture"
+  run_check python3 "$here/claude_code_check.py" "$binary" "$workspace"
 else
-  echo "FAIL could not install @modelcontextprotocol/inspector@$INSPECTOR_VERSION into $here/node_modules"
+  echo "FAIL could not install ${NODE_PACKAGES[*]} into $here/node_modules"
   failed=$((failed + 1))
 fi
 

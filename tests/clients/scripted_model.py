@@ -14,6 +14,11 @@ that offers tools); when it runs out the model says "done" and ends:
   {"tool": "NAME", "input": {...}}        call one tool
   {"tools": [{"tool":..., "input":...}]}  call several in one turn
   {"text": "..."}                         answer in text and end the turn
+  a call may add "from_last": {"PARAM": "REGEX"}: PARAM is set to the
+                                          regex's first group in the last
+                                          tool result (a cursor it named);
+                                          the step is skipped when it is not
+                                          there
   any step may add "input_tokens": N      the usage reported for that turn
                                           (a large N makes Claude Code
                                           compact its context: see below)
@@ -24,6 +29,7 @@ without tools (titles, topics) get a short text answer.
 
 import argparse
 import json
+import re
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -41,6 +47,32 @@ def last_user_text(body):
             return content
         return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
     return ""
+
+
+def last_tool_result(body):
+    """The text of the last tool result in the conversation."""
+    for message in reversed(body.get("messages", [])):
+        content = message.get("content")
+        if message.get("role") != "user" or not isinstance(content, list):
+            continue
+        for block in reversed(content):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                inner = block.get("content")
+                if isinstance(inner, list):
+                    return "".join(b.get("text", "") for b in inner if isinstance(b, dict))
+                return inner or ""
+    return ""
+
+
+def resolve(call, body):
+    """The call's input with its from_last parameters filled in, or None."""
+    arguments = dict(call.get("input", {}))
+    for param, pattern in call.get("from_last", {}).items():
+        found = re.search(pattern, last_tool_result(body))
+        if not found:
+            return None
+        arguments[param] = found.group(1)
+    return arguments
 
 
 def classify(body):
@@ -71,13 +103,19 @@ class Model:
                 return kind, [{"type": "text", "text": summary}], "end_turn", 100
             if kind == "side":
                 return kind, [{"type": "text", "text": "mark session"}], "end_turn", 10
-            step = self.steps[self.step] if self.step < len(self.steps) else {"text": "done"}
-            self.step += 1
+            while True:
+                step = self.steps[self.step] if self.step < len(self.steps) else {"text": "done"}
+                self.step += 1
+                if "text" in step:
+                    break
+                calls = [dict(c, input=resolve(c, body)) for c in (step.get("tools") or [step])]
+                calls = [c for c in calls if c["input"] is not None]
+                if calls:
+                    break
             n = self.count
         tokens = step.get("input_tokens", 1000)
         if "text" in step:
             return kind, [{"type": "text", "text": step["text"]}], "end_turn", tokens
-        calls = step.get("tools") or [step]
         blocks = [
             {"type": "tool_use", "id": f"toolu_{n:04d}_{i}", "name": c["tool"], "input": c.get("input", {})}
             for i, c in enumerate(calls)

@@ -31,7 +31,7 @@ pub enum FetchMode {
 pub struct FetchParams {
     /// /path or mark://host/path; add #anchor for one section.
     pub url: String,
-    /// Default auto.
+    /// auto (default): whole if small, else outline; full: the body, paged; outline.
     #[arg(long, value_enum)]
     #[serde(default)]
     pub mode: Option<FetchMode>,

@@ -33,7 +33,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
 
-const FETCH: &str = "Read a markdown document or sections of it. Small documents come whole; large ones as an outline with #anchors and the opening paragraph: then fetch url#anchor (or anchors: [..] for several). Text you already read this session answers 'unchanged'. force=true re-delivers and bypasses the outline; use it sparingly. Find documents with mark_lookup first.";
+const FETCH: &str = "Read a markdown document or sections of it. Small documents come whole, large ones as an outline with #anchors: then fetch url#anchor (anchors: [..] for several). Text already read this session answers 'unchanged'; force=true re-sends it and skips the outline.";
 const EXPLORE: &str = "Orient in a document in one call: outline (#anchors), opening, links out, backlinks, siblings. Then mark_fetch url#anchor. A '+N more' line's cursor pages that section.";
 const LOOKUP: &str = "Search the catalog (titles, tags) or, with match=body, section text. Start here, then mark_fetch a hit's url#anchor.";
 const LIST: &str = "List a folder's documents and subfolders (paged).";
@@ -95,21 +95,79 @@ async fn unless_cancelled(
 }
 
 /// Drops what costs every agent bytes on each `tools/list` and tells it
-/// nothing: the `$schema` key of each input schema and `"default": null`.
+/// nothing: the `$schema` key of each input schema, empty defaults
+/// (`null`, `false`, `[]`), number formats; and writes optional values and
+/// enums the plain way (`"type": "string", "enum": [..]` rather than
+/// `anyOf` with `null` and `oneOf` of `const`s), which every client reads.
 fn compact_schemas(router: &mut ToolRouter<MarkServer>) {
     for route in router.map.values_mut() {
         let mut schema = (*route.attr.input_schema).clone();
         schema.remove("$schema");
         if let Some(Value::Object(props)) = schema.get_mut("properties") {
             for prop in props.values_mut() {
-                if let Value::Object(prop) = prop
-                    && prop.get("default") == Some(&Value::Null)
-                {
-                    prop.remove("default");
+                if let Value::Object(prop) = prop {
+                    simplify_property(prop);
                 }
             }
         }
         route.attr.input_schema = Arc::new(schema);
+    }
+}
+
+fn simplify_property(prop: &mut serde_json::Map<String, Value>) {
+    let is_null = |v: &Value| v.get("type") == Some(&Value::from("null"));
+    if let Some(Value::Array(any)) = prop.get("anyOf").cloned()
+        && any.len() == 2
+        && let Some(Value::Object(inner)) = any.iter().find(|v| !is_null(v))
+    {
+        prop.remove("anyOf");
+        for (k, v) in inner {
+            if k != "description" {
+                prop.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+    }
+    if let Some(Value::Array(one)) = prop.get("oneOf").cloned()
+        && let Some(values) = one
+            .iter()
+            .map(|v| v.get("const").cloned())
+            .collect::<Option<Vec<_>>>()
+    {
+        prop.remove("oneOf");
+        prop.insert("type".into(), Value::from("string"));
+        prop.insert("enum".into(), Value::Array(values));
+    }
+    if let Some(Value::Array(types)) = prop.get("type").cloned()
+        && let [a, b] = types.as_slice()
+    {
+        let null = Value::from("null");
+        let kept = if *b == null { a } else { b };
+        if *a == null || *b == null {
+            prop.insert("type".into(), kept.clone());
+        }
+    }
+    prop.remove("format");
+    let empty = |v: &Value| {
+        v.is_null() || *v == Value::Bool(false) || v.as_array().is_some_and(Vec::is_empty)
+    };
+    if prop.get("default").is_some_and(empty) {
+        prop.remove("default");
+    }
+}
+
+/// The tools Claude Code loads up front (the others it defers behind
+/// ToolSearch, one more model turn before their first use).
+const ALWAYS_LOADED: [&str; 3] = ["mark_lookup", "mark_fetch", "mark_explore"];
+
+/// Marks the [`ALWAYS_LOADED`] tools with `_meta["anthropic/alwaysLoad"]`.
+fn mark_always_loaded(router: &mut ToolRouter<MarkServer>) {
+    for route in router.map.values_mut() {
+        if ALWAYS_LOADED.contains(&route.attr.name.as_ref()) {
+            let mut meta = rmcp::model::MetaObject::default();
+            meta.0
+                .insert("anthropic/alwaysLoad".into(), Value::Bool(true));
+            route.attr.meta = Some(meta);
+        }
     }
 }
 
@@ -121,6 +179,7 @@ impl MarkServer {
             tool_router += MarkServer::write_tools();
         }
         compact_schemas(&mut tool_router);
+        mark_always_loaded(&mut tool_router);
         MarkServer {
             session,
             context_reset: ContextReset::for_server().map(Arc::new),

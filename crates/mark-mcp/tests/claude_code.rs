@@ -178,3 +178,84 @@ async fn after_a_compaction_the_running_server_delivers_text_again() {
     assert_eq!(mcp.fetch("/small.md").await.status(), "ok");
     mcp.stop().await;
 }
+
+/// The plugin's skill names only tools, parameters (and their values) and
+/// CLI verbs and options that exist: every `identifier` or `name: value`
+/// code span against the real `tools/list`, every `mark-mcp …` line of its
+/// shell block against the real command line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_skill_names_only_tools_parameters_and_verbs_that_exist() {
+    use clap::Parser;
+    let skill_path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../integrations/claude-code/mark/skills/mark/SKILL.md");
+    let skill = std::fs::read_to_string(skill_path).unwrap();
+    assert!(
+        skill.starts_with("---\nname: mark\ndescription: "),
+        "frontmatter"
+    );
+
+    let root = kb().display().to_string();
+    let mcp = Mcp::start(&["--source", &root, "--write"]).await;
+    let tools = mcp.client.list_all_tools().await.unwrap();
+    mcp.stop().await;
+    let mut words: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for tool in &tools {
+        words.insert(tool.name.to_string(), vec![]);
+        for (name, schema) in tool.input_schema["properties"].as_object().unwrap() {
+            let values: Vec<String> = schema["enum"]
+                .as_array()
+                .map(|v| v.iter().map(|x| x.as_str().unwrap().to_string()).collect())
+                .unwrap_or_default();
+            words.entry(name.clone()).or_default().extend(values);
+        }
+    }
+    // Result words the skill explains (statuses), not parameters.
+    words.insert("unchanged".into(), vec![]);
+
+    let (prose, shell) = skill.split_once("```sh\n").unwrap();
+    let shell = shell.split_once("```").unwrap().0;
+    let mut checked = 0;
+    for span in prose.split('`').skip(1).step_by(2) {
+        let (head, value) = match span.split_once(": ") {
+            Some((h, v)) => (h, Some(v)),
+            None => (span, None),
+        };
+        if !head.chars().all(|c| c.is_ascii_lowercase() || c == '_') || head.is_empty() {
+            continue;
+        }
+        let values = words
+            .get(head)
+            .unwrap_or_else(|| panic!("`{span}`: no tool or parameter {head}"));
+        if let Some(v) = value
+            && !values.is_empty()
+        {
+            assert!(
+                values.iter().any(|x| x == v),
+                "`{span}`: {v} is not one of {values:?}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 15, "only {checked} spans checked");
+    for line in shell.lines().filter(|l| l.starts_with("mark-mcp ")) {
+        let args = shell_words(line);
+        mark_mcp::cli::Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{line}: {e}"));
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} checked");
+}
+
+/// Splits a shell line at spaces, keeping double-quoted words whole.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = vec![String::new()];
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ' ' if !quoted => words.push(String::new()),
+            c => words.last_mut().unwrap().push(c),
+        }
+    }
+    words.retain(|w| !w.is_empty());
+    words
+}
