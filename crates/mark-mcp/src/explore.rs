@@ -20,10 +20,11 @@ use crate::crawl::{
     CrawlProgress, CrawlState, CrawlWatcher, SessionGraph, Unwatched, Waited, age_text, graph_key,
     parent_dir, wire_path,
 };
-use crate::dedup::{Decision, Slice};
-use crate::envelope::{ToolText, size_line};
+use crate::dedup::{AnswerKey, Delivery, answer_digest};
+use crate::envelope::{ToolText, one_line, size_line};
 use crate::fetch::change_note;
 use crate::list::{Completeness, entry_path};
+use crate::outbox::deliver as record;
 use crate::paging::cursor_argument;
 use crate::session::{CachedDoc, FolderListing, Freshness, Loaded, Session};
 use futures::future::BoxFuture;
@@ -58,6 +59,8 @@ const SIBLINGS_BYTES: usize = 160;
 const TITLE_BYTES: usize = 80;
 /// Link texts and titles inside list lines are cut to this many bytes.
 const LABEL_BYTES: usize = 40;
+/// Longest line of any part (a 200,000-character link target is cut).
+const LINE_BYTES: usize = 200;
 /// Longest line of a compact run of heading names.
 const NAMES_LINE_BYTES: usize = 100;
 /// The line before a run of heading names.
@@ -188,15 +191,7 @@ fn need(lines: &[String]) -> usize {
 
 /// Cuts `text` to one line of at most `max` bytes, marking a cut with `…`.
 fn label(text: &str, max: usize) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.len() <= max {
-        return line;
-    }
-    let mut end = max.saturating_sub('…'.len_utf8());
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", line[..end].trim_end())
+    one_line(text, max)
 }
 
 /// How many of `lines` fit in `max_lines` and `max_bytes` (line breaks
@@ -218,10 +213,23 @@ fn fitting(lines: &[String], max_lines: usize, max_bytes: usize) -> usize {
 /// Lines `offset..` of a section, as many as fit in `max_lines` (the
 /// overflow line included) and `max_bytes`, then `+N more: cursor "…"`.
 fn fit(lines: &[String], part: Part, offset: usize, max_lines: usize, max_bytes: usize) -> String {
-    let rest = lines.get(offset..).unwrap_or_default();
-    let mut kept = fitting(rest, max_lines, max_bytes);
+    // A line over LINE_BYTES (a 200,000-character link target) is cut, so
+    // that the first line, always shown, stays small too.
+    let rest: Vec<String> = lines
+        .get(offset..)
+        .unwrap_or_default()
+        .iter()
+        .map(|l| {
+            if l.len() <= LINE_BYTES {
+                l.clone()
+            } else {
+                label(l, LINE_BYTES)
+            }
+        })
+        .collect();
+    let mut kept = fitting(&rest, max_lines, max_bytes);
     if kept < rest.len() {
-        kept = fitting(rest, max_lines.saturating_sub(1), max_bytes);
+        kept = fitting(&rest, max_lines.saturating_sub(1), max_bytes);
     }
     let mut out: String = rest[..kept].iter().map(|l| format!("{l}\n")).collect();
     let left = rest.len() - kept;
@@ -704,17 +712,29 @@ async fn card(
         "\nRead a section: mark_fetch \"{}#anchor\". More of a section: mark_explore with its cursor.\n",
         wire_path(path)
     ));
-    deliver(session, path, &cached, header(&cached), text, force, now)
+    deliver(
+        session,
+        path,
+        "card".to_string(),
+        &cached,
+        header(&cached),
+        text,
+        force,
+        now,
+    )
 }
 
-/// Sends `text` under `head` unless this session already has exactly this
-/// text of this version (then one `unchanged` line). The card never counts
-/// as a delivery of the body or a section, so a later fetch still sends the
-/// text; a changed document's card says what changed since the session last
-/// read it.
+/// Sends `text` under `head` unless this session was already sent exactly
+/// this text of this version as this `part` (`card`, or a page's cursor)
+/// of this document (then one `unchanged` line, which renews nothing). The
+/// card never counts as a delivery of the body or a section, so a later
+/// fetch still sends the text; a changed document's card says what changed
+/// since the session last read it.
+#[allow(clippy::too_many_arguments)]
 fn deliver(
     session: &Session,
     path: &str,
+    part: String,
     cached: &CachedDoc,
     head: ToolText,
     text: String,
@@ -722,22 +742,47 @@ fn deliver(
     now: Instant,
 ) -> ToolText {
     let identity = &cached.identity;
-    let mut log = session.log();
-    let note = match log.check(path, &Slice::Body, identity, true, now) {
-        Decision::Deliver {
-            changed_from: Some((old, hashes)),
-        } => Some(change_note(&old, identity, &hashes, &cached.hashes)),
-        _ => None,
-    };
-    log.record(path, None, identity, Arc::clone(&cached.hashes), now);
     let version = identity.version.as_deref().unwrap_or("");
     let etag = identity.etag.as_deref().unwrap_or("");
-    if !log.send_text(&[version, etag, &text], force, now) {
+    let key = AnswerKey {
+        tool: "explore",
+        subject: path.to_string(),
+        part,
+    };
+    let digest = answer_digest(&[version, etag, &text]);
+    let (sent, changed_from) = {
+        let log = session.log();
+        (
+            log.answer_sent(&key, &digest, now),
+            log.changed_from(path, identity, now),
+        )
+    };
+    if sent && !force {
         return ToolText::new("unchanged").with_text(format!(
             "card unchanged since {} (explored earlier this session); force=true to re-send",
             identity.label()
         ));
     }
+    let note = changed_from
+        .map(|(old, hashes)| change_note(&old, identity, hashes.as_deref(), &cached.hashes));
+    record(
+        session,
+        Delivery::Doc {
+            path: path.to_string(),
+            part: None,
+            identity: identity.clone(),
+            snapshot: Arc::clone(&cached.hashes),
+            at: now,
+        },
+    );
+    record(
+        session,
+        Delivery::Answer {
+            key,
+            digest,
+            at: now,
+        },
+    );
     head.with_opt("note", note).with_text(text)
 }
 
@@ -805,7 +850,16 @@ async fn page(
     );
     let text = format!("{heading}\n{body}");
     match doc {
-        Some(cached) => deliver(session, path, &cached, head, text, force, now),
+        Some(cached) => deliver(
+            session,
+            path,
+            cursor.encode(),
+            &cached,
+            head,
+            text,
+            force,
+            now,
+        ),
         None => head.with_text(text),
     }
 }

@@ -1,8 +1,9 @@
 //! `mark_fetch`: a document, an outline, or sections, sized to fit the
 //! agent's budget and deduplicated against what this session delivered.
 
-use crate::dedup::{Decision, Identity, Slice};
-use crate::envelope::{ToolText, size_line};
+use crate::dedup::{Decision, Delivery, Identity, Page, Slice, Wanted};
+use crate::envelope::{ToolText, one_line, size_line};
+use crate::outbox::deliver;
 use crate::paging::{Cursor, cursor_argument, page_ranges};
 use crate::session::{CachedDoc, Freshness, Loaded, Session, short};
 use markdown_slice::{Document, Heading, OutlineOptions, SectionHashes, diff_sections};
@@ -162,8 +163,9 @@ struct Part {
     size: String,
     /// `1 of 4` when the text is one page of several.
     page: Option<String>,
-    /// The earlier delivery when the document changed since.
-    changed_from: Option<(Identity, Arc<SectionHashes>)>,
+    /// The earlier delivery when the document changed since (its section
+    /// hashes, unless the delivery log dropped them to keep its bound).
+    changed_from: Option<ChangedFrom>,
 }
 
 impl Part {
@@ -201,6 +203,9 @@ fn names_within(names: &[&str], max: usize) -> String {
     }
     out
 }
+
+/// The identity and section hashes of the last delivery of a document.
+type ChangedFrom = (Identity, Option<Arc<SectionHashes>>);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PartKind {
@@ -249,7 +254,7 @@ impl View<'_> {
     fn whole(&self, cursor: Option<&Cursor>) -> Part {
         let body = self.cached.doc.source();
         if self.comes_whole(body.len(), cursor) {
-            self.deliver(Slice::Body, String::new(), body, 0, cursor, usize::MAX)
+            self.deliver(Slice::Body, &[], String::new(), body, 0, cursor, usize::MAX)
         } else {
             self.outline(None)
         }
@@ -280,14 +285,46 @@ impl View<'_> {
         // not shown, not recorded as delivered).
         let mut budget = self.session.settings().page_bytes;
         let mut parts = Vec::with_capacity(headings.len());
+        let mut named: Vec<&Heading> = Vec::with_capacity(headings.len());
         for h in headings {
             let text = doc.section_text(h);
             let label = section_label(doc, h, &self.cached.repeated_headings);
+            // The same section named twice (by anchor and by heading text),
+            // or inside one named before, is delivered once in this call.
+            let enclosing = self.enclosing(h);
+            if let Some(earlier) = named
+                .iter()
+                .find(|e| e.line == h.line || enclosing.iter().any(|s| *s == anchor_slice(e)))
+            {
+                if earlier.line != h.line {
+                    parts.push(Part {
+                        text: format!(
+                            "inside #{} in this result",
+                            earlier.anchor.as_deref().unwrap_or_default()
+                        ),
+                        label,
+                        kind: PartKind::Unchanged,
+                        size: size_line(text),
+                        page: None,
+                        changed_from: None,
+                    });
+                }
+                continue;
+            }
+            named.push(h);
             let part = if budget < MIN_PART_BYTES {
                 Part::skipped(label, text)
             } else if self.comes_whole(text.len(), cursor) {
-                let slice = Slice::Section(h.anchor.clone().unwrap_or_default());
-                self.deliver(slice, label, text, h.section.start, cursor, budget)
+                let slice = anchor_slice(h);
+                self.deliver(
+                    slice,
+                    &enclosing,
+                    label,
+                    text,
+                    h.section.start,
+                    cursor,
+                    budget,
+                )
             } else {
                 self.outline(Some(h))
             };
@@ -297,6 +334,22 @@ impl View<'_> {
             parts.push(part);
         }
         Ok(parts)
+    }
+
+    /// The slices that hold `h`'s text, nearest first: its enclosing
+    /// sections, then the whole body.
+    fn enclosing(&self, h: &Heading) -> Vec<Slice> {
+        let headings = self.cached.doc.headings();
+        let mut out = Vec::new();
+        let mut parent = h.parent.and_then(|i| headings.get(i));
+        while let Some(p) = parent {
+            if p.anchor.is_some() {
+                out.push(anchor_slice(p));
+            }
+            parent = p.parent.and_then(|i| headings.get(i));
+        }
+        out.push(Slice::Body);
+        out
     }
 
     /// An outline of the document (or of one section), with the opening
@@ -324,7 +377,10 @@ impl View<'_> {
             Some(h) => doc.section_outline(h, &opts).to_string(),
         }
         .trim_end()
-        .to_string();
+        .lines()
+        .map(|l| one_line(l, OUTLINE_LINE_BYTES))
+        .collect::<Vec<_>>()
+        .join("\n");
         if heading.is_none() {
             let opening = doc.opening_paragraph(400);
             if !opening.is_empty() {
@@ -346,14 +402,11 @@ impl View<'_> {
             "\n\n{wanted} Fetch a section with url \"{}#anchor\" (several: anchors [..]); force=true for the whole {what}.",
             self.path
         ));
-        let changed_from = self.changed_from(&Slice::Body);
-        self.session.log().record(
-            self.path,
-            None,
-            &self.cached.identity,
-            Arc::clone(&self.cached.hashes),
-            self.now,
-        );
+        let changed_from =
+            self.session
+                .log()
+                .changed_from(self.path, &self.cached.identity, self.now);
+        self.sent(None);
         Part {
             label,
             kind: PartKind::Outline,
@@ -364,24 +417,83 @@ impl View<'_> {
         }
     }
 
-    fn changed_from(&self, slice: &Slice) -> Option<(Identity, Arc<SectionHashes>)> {
-        match self
-            .session
-            .log()
-            .check(self.path, slice, &self.cached.identity, true, self.now)
-        {
-            Decision::Deliver { changed_from } => changed_from,
-            Decision::Unchanged { .. } => None,
+    /// Records that this answer sends `part` (`None`: only the document's
+    /// identity, for an outline), once the answer goes out.
+    fn sent(&self, part: Option<(Slice, Page)>) {
+        deliver(
+            self.session,
+            Delivery::Doc {
+                path: self.path.to_string(),
+                part,
+                identity: self.cached.identity.clone(),
+                snapshot: Arc::clone(&self.cached.hashes),
+                at: self.now,
+            },
+        );
+    }
+
+    /// The pages `text` (starting at byte `offset` of the document) comes in.
+    fn pages(&self, text: &str, offset: usize) -> Vec<std::ops::Range<usize>> {
+        let page_bytes = self.session.settings().page_bytes;
+        if text.len() <= page_bytes {
+            return std::iter::once(0..text.len()).collect();
+        }
+        text_pages(&self.cached.doc, text, offset, page_bytes)
+    }
+
+    /// The line of a slice the agent has: whole, inside a bigger slice, or
+    /// as some of its pages (then which, and the next page not sent).
+    fn unchanged_line(
+        &self,
+        since: &Identity,
+        within: Option<&Slice>,
+        page: Page,
+        pages_sent: &[usize],
+    ) -> String {
+        let since = since.label();
+        match within {
+            _ if !pages_sent.is_empty() => {
+                let sent: Vec<String> = pages_sent.iter().map(ToString::to_string).collect();
+                let next = (page.number + 1..=page.total)
+                    .chain(1..page.number)
+                    .find(|n| !pages_sent.contains(n));
+                let next = match next {
+                    Some(n) => format!(
+                        "; the next page not sent: cursor \"{}\"",
+                        Cursor::new(n, self.cached.identity.etag.as_deref()).encode()
+                    ),
+                    None => String::new(),
+                };
+                format!(
+                    "page {} of {} unchanged since {since} (pages sent earlier this session: {}){next}; force=true to re-read",
+                    page.number,
+                    page.total,
+                    sent.join(", ")
+                )
+            }
+            None => format!(
+                "unchanged since {since} (read earlier this session); force=true to re-read"
+            ),
+            Some(Slice::Body) => format!(
+                "unchanged since {since} (in the whole document read earlier this session); force=true to re-read"
+            ),
+            Some(Slice::Section(a)) => format!(
+                "unchanged since {since} (in #{} read earlier this session); force=true to re-read",
+                one_line(a, LABEL_BYTES)
+            ),
         }
     }
 
     /// Delivers `text` (the body or one section, starting at byte `offset`
-    /// of the document), unless this session already has it unchanged;
-    /// paged when over the page size; skipped when over `budget` (what is
-    /// left of the result bound after earlier sections).
+    /// of the document), unless this session already has it unchanged
+    /// (itself, or one of the slices `within` that hold it); paged when
+    /// over the page size, each page a delivery of its own; skipped when
+    /// over `budget` (what is left of the result bound after earlier sections).
+    #[allow(clippy::too_many_arguments)]
     fn deliver(
         &self,
         slice: Slice,
+        within: &[Slice],
         label: String,
         text: &str,
         offset: usize,
@@ -396,25 +508,34 @@ impl View<'_> {
         };
         let size = size_line(text);
         let page_bytes = self.session.settings().page_bytes;
-        let decision = match cursor {
-            // Later pages continue a delivery: never deduplicated.
-            Some(_) => Decision::Deliver { changed_from: None },
-            None => self
-                .session
-                .log()
-                .check(self.path, &slice, identity, self.force, self.now),
+        let pages = self.pages(text, offset);
+        let total = pages.len();
+        let page = Page {
+            number: cursor.map_or(1, |c| c.page).min(total),
+            total,
         };
+        let page_line = (total > 1).then(|| format!("{} of {total}", page.number));
+        let wanted = Wanted {
+            slice: &slice,
+            within,
+            page,
+        };
+        let decision = self
+            .session
+            .log()
+            .check(self.path, &wanted, identity, self.force, self.now);
         let changed_from = match decision {
-            Decision::Unchanged { since } => {
+            Decision::Unchanged {
+                since,
+                within,
+                pages_sent,
+            } => {
                 return Part {
+                    text: self.unchanged_line(&since, within.as_ref(), page, &pages_sent),
                     label,
                     kind: PartKind::Unchanged,
-                    text: format!(
-                        "unchanged since {} (read earlier this session); force=true to re-read",
-                        since.label()
-                    ),
                     size,
-                    page: None,
+                    page: page_line.filter(|_| !pages_sent.is_empty()),
                     changed_from: None,
                 };
             }
@@ -423,38 +544,23 @@ impl View<'_> {
         if text.len().min(page_bytes) > budget {
             return Part::skipped(label, text);
         }
-        let (out, page) = if text.len() <= page_bytes {
-            (text.to_string(), None)
-        } else {
-            let pages = text_pages(&self.cached.doc, text, offset, page_bytes);
-            let n = cursor.map_or(1, |c| c.page).min(pages.len());
-            let total = pages.len();
-            let mut out = text[pages[n - 1].clone()].to_string();
-            if n < total {
-                let next = Cursor::new(n + 1, identity.etag.as_deref()).encode();
-                out.push_str(&format!(
-                    "\n\n[page {n} of {total}; for the next call mark_fetch with the same url and cursor \"{next}\"]"
-                ));
-            } else {
-                out.push_str(&format!("\n\n[page {n} of {total}, the last]"));
-            }
-            (out, Some(format!("{n} of {total}")))
-        };
-        if cursor.is_none() {
-            self.session.log().record(
-                self.path,
-                Some(slice),
-                identity,
-                Arc::clone(&self.cached.hashes),
-                self.now,
-            );
+        let n = page.number;
+        let mut out = text[pages[n - 1].clone()].to_string();
+        if n < total {
+            let next = Cursor::new(n + 1, identity.etag.as_deref()).encode();
+            out.push_str(&format!(
+                "\n\n[page {n} of {total}; for the next call mark_fetch with the same url and cursor \"{next}\"]"
+            ));
+        } else if total > 1 {
+            out.push_str(&format!("\n\n[page {n} of {total}, the last]"));
         }
+        self.sent(Some((slice, page)));
         Part {
             label,
             kind,
             text: out,
             size,
-            page,
+            page: page_line,
             changed_from,
         }
     }
@@ -464,7 +570,9 @@ impl View<'_> {
         let note = parts
             .iter()
             .find_map(|p| p.changed_from.as_ref())
-            .map(|(old, hashes)| change_note(old, identity, hashes, &self.cached.hashes));
+            .map(|(old, hashes)| {
+                change_note(old, identity, hashes.as_deref(), &self.cached.hashes)
+            });
         let all_unchanged = parts.iter().all(|p| p.kind == PartKind::Unchanged);
         let status = if all_unchanged { "unchanged" } else { "ok" };
         // An unchanged answer stays one short line (it names the version):
@@ -548,20 +656,34 @@ pub(crate) fn text_pages<S: AsRef<str>>(
     page_ranges(text, &starts, page_bytes)
 }
 
-/// `changed since your last read (v3 -> v5); sections changed: #a; added: #c; removed: #d`
+/// `changed since your last read (v3 -> v5); sections changed: #a; added: #c; removed: #d`,
+/// each list capped at [`NOTE_ANCHORS`] anchors and `+N more` (a document
+/// whose thousands of sections all changed still gets a short note).
+/// `old_hashes` is `None` when the delivery log dropped them to keep its bound.
 pub(crate) fn change_note(
     old: &Identity,
     new: &Identity,
-    old_hashes: &SectionHashes,
+    old_hashes: Option<&SectionHashes>,
     new_hashes: &SectionHashes,
 ) -> String {
-    let diff = diff_sections(old_hashes, new_hashes);
     let mut note = format!("changed since your last read ({})", old.step_to(new));
+    let Some(old_hashes) = old_hashes else {
+        note.push_str(
+            "; which sections changed is not known (the session's delivery records reached their bound)",
+        );
+        return note;
+    };
+    let diff = diff_sections(old_hashes, new_hashes);
     let list = |xs: &[String]| {
-        xs.iter()
-            .map(|a| format!("#{a}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        let mut shown: Vec<String> = xs
+            .iter()
+            .take(NOTE_ANCHORS)
+            .map(|a| format!("#{}", one_line(a, LABEL_BYTES)))
+            .collect();
+        if xs.len() > NOTE_ANCHORS {
+            shown.push(format!("+{} more", xs.len() - NOTE_ANCHORS));
+        }
+        shown.join(", ")
     };
     for (name, xs) in [
         ("sections changed", &diff.changed),
@@ -573,6 +695,18 @@ pub(crate) fn change_note(
         }
     }
     note
+}
+
+/// Anchors a change note names per kind of change.
+const NOTE_ANCHORS: usize = 3;
+/// Longest anchor or label quoted inside a note or an `unchanged` line.
+const LABEL_BYTES: usize = 40;
+/// Longest line of an outline (a 1 MB heading is cut, not repeated whole).
+const OUTLINE_LINE_BYTES: usize = 300;
+
+/// The slice of a heading's section.
+fn anchor_slice(h: &Heading) -> Slice {
+    Slice::Section(h.anchor.clone().unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -593,7 +727,7 @@ mod tests {
             .section_hashes();
         let new =
             Document::parse("# T\n\n## A\n\nONE\n\n## B\n\ntwo\n\n## D\n\nfour\n").section_hashes();
-        let note = change_note(&id("3"), &id("5"), &old, &new);
+        let note = change_note(&id("3"), &id("5"), Some(&old), &new);
         assert!(
             note.starts_with("changed since your last read (v3 -> v5); sections changed: "),
             "{note}"
@@ -603,8 +737,23 @@ mod tests {
             "{note}"
         );
         assert!(!note.contains("#b"));
-        let same = change_note(&id("3"), &id("4"), &old, &old);
+        let same = change_note(&id("3"), &id("4"), Some(&old), &old);
         assert_eq!(same, "changed since your last read (v3 -> v4)");
+        let unknown = change_note(&id("3"), &id("4"), None, &old);
+        assert!(unknown.contains("not known"), "{unknown}");
+    }
+
+    #[test]
+    fn a_change_note_names_a_few_anchors_and_counts_the_rest() {
+        let doc = |tag: &str| {
+            let text: String = (0..3000)
+                .map(|i| format!("## S{i} {}\n\n{tag}\n\n", "x".repeat(i % 300)))
+                .collect();
+            Document::parse(text).section_hashes()
+        };
+        let note = change_note(&id("1"), &id("2"), Some(&doc("a")), &doc("b"));
+        assert!(note.len() < 300, "{} bytes: {note}", note.len());
+        assert!(note.ends_with(", +2997 more"), "{note}");
     }
 
     #[test]

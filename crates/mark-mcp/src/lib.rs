@@ -29,6 +29,7 @@ pub mod fetch;
 pub mod hook;
 pub mod list;
 pub mod lookup;
+pub mod outbox;
 pub mod paging;
 pub mod prompts;
 pub mod reasons;

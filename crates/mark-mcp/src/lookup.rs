@@ -2,7 +2,9 @@
 //! rows again in one session (an identical search, nothing changed) answer
 //! `unchanged` in one line, like a re-read document.
 
+use crate::dedup::{AnswerKey, Delivery, answer_digest};
 use crate::envelope::{ToolText, bounded_lines};
+use crate::outbox::deliver;
 use crate::session::Session;
 use mark_proto::lookup::query_words;
 use mark_proto::{Request, Verb};
@@ -64,11 +66,33 @@ pub struct LookupParams {
 /// Runs a LOOKUP for the session at time `now`.
 pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> ToolText {
     let force = params.force;
+    // An answer is compared only with earlier answers to the same search.
+    let key = AnswerKey {
+        tool: "lookup",
+        subject: [
+            params.query.trim(),
+            params.scope.as_deref().unwrap_or("/"),
+            params.filter.as_deref().unwrap_or(""),
+            &params.limit.map(|l| l.to_string()).unwrap_or_default(),
+            params.match_mode.map_or("", MatchMode::as_str),
+        ]
+        .join("\0"),
+        part: String::new(),
+    };
     let found = match search(session, params).await {
         Ok(t) => t,
         Err(t) => return t,
     };
-    if session.log().send_text(&[&found.render()], force, now) {
+    let digest = answer_digest(&[&found.render()]);
+    if force || !session.log().answer_sent(&key, &digest, now) {
+        deliver(
+            session,
+            Delivery::Answer {
+                key,
+                digest,
+                at: now,
+            },
+        );
         return found;
     }
     ToolText::new("unchanged")

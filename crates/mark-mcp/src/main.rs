@@ -116,7 +116,13 @@ async fn run(mut cli: Cli) -> ExitCode {
 
 async fn serve(session: Arc<Session>, write: bool) -> ExitCode {
     let server = MarkServer::new(session, write);
-    let running = match server.serve(rmcp::transport::stdio()).await {
+    let stdio = rmcp::transport::IntoTransport::<
+        rmcp::RoleServer,
+        std::io::Error,
+        rmcp::transport::async_rw::TransportAdapterAsyncRW,
+    >::into_transport(rmcp::transport::stdio());
+    let transport = server.transport(stdio);
+    let running = match server.serve(transport).await {
         Ok(r) => r,
         Err(e) => {
             eprintln!("mark-mcp: the MCP handshake failed: {e}");

@@ -8,6 +8,7 @@ use crate::fetch::{FetchParams, fetch};
 use crate::hook::ContextReset;
 use crate::list::{ListParams, list};
 use crate::lookup::{LookupParams, lookup};
+use crate::outbox::{DeliveryTransport, Outbox, collect};
 use crate::reasons::{self, Reason, ToolCard};
 use crate::session::Session;
 use crate::versions::{VersionsParams, versions};
@@ -50,6 +51,8 @@ pub struct MarkServer {
     session: Arc<Session>,
     /// Claude Code's compaction or clear, when a plugin started this server.
     context_reset: Option<Arc<ContextReset>>,
+    /// What answered calls delivered, until their responses go out.
+    outbox: Arc<Outbox>,
     tool_router: ToolRouter<MarkServer>,
     prompt_router: PromptRouter<MarkServer>,
 }
@@ -181,11 +184,20 @@ impl MarkServer {
         compact_schemas(&mut tool_router);
         mark_always_loaded(&mut tool_router);
         MarkServer {
+            outbox: Arc::new(Outbox::new(Arc::clone(&session))),
             session,
             context_reset: ContextReset::for_server().map(Arc::new),
             tool_router,
             prompt_router: MarkServer::prompt_router(),
         }
+    }
+
+    /// `inner` (stdio) wrapped so that a call's deliveries are recorded when
+    /// its response is written, never for a response rmcp dropped (see
+    /// [`crate::outbox`]). Serve over it: with another transport nothing is
+    /// ever recorded as delivered.
+    pub fn transport<T>(&self, inner: T) -> DeliveryTransport<T> {
+        DeliveryTransport::new(inner, Arc::clone(&self.outbox))
     }
 }
 
@@ -193,8 +205,11 @@ impl MarkServer {
     /// The MCP result of a read tool's `work`: first forgets what was
     /// delivered if the client dropped its context since the last call,
     /// then runs the work unless the call is cancelled.
+    /// What it delivers is held for the response to request `id` (see
+    /// [`crate::outbox`]).
     async fn read(
         &self,
+        id: &rmcp::model::RequestId,
         cancelled: impl Future<Output = ()>,
         work: impl Future<Output = ToolText>,
     ) -> CallToolResult {
@@ -202,7 +217,9 @@ impl MarkServer {
             tracing::info!("the client compacted or cleared its context: deliveries forgotten");
             self.session.log().forget_all();
         }
-        self.answer(unless_cancelled(cancelled, work).await)
+        let (text, deliveries) = collect(unless_cancelled(cancelled, work)).await;
+        self.outbox.hold(id, deliveries);
+        self.answer(text)
     }
 
     fn answer(&self, t: ToolText) -> CallToolResult {
@@ -270,8 +287,12 @@ impl MarkServer {
         Parameters(p): Parameters<FetchParams>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        self.read(ctx.ct.cancelled(), fetch(&self.session, p, Instant::now()))
-            .await
+        self.read(
+            &ctx.id,
+            ctx.ct.cancelled(),
+            fetch(&self.session, p, Instant::now()),
+        )
+        .await
     }
 
     /// Why mark_explore is a tool. The card waits on the session's link-graph crawl (state no one-shot command keeps).
@@ -293,9 +314,10 @@ impl MarkServer {
     ) -> CallToolResult {
         // The card also watches the cancellation itself (through the
         // watcher) while it waits for a crawl; dropped, it stops the crawl.
-        let cancelled = ctx.ct.clone();
+        let (cancelled, id) = (ctx.ct.clone(), ctx.id.clone());
         let watcher = McpWatcher::new(ctx);
         self.read(
+            &id,
             cancelled.cancelled(),
             explore_watched(&self.session, p, Instant::now(), &watcher),
         )
@@ -318,8 +340,12 @@ impl MarkServer {
         Parameters(p): Parameters<LookupParams>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        self.read(ctx.ct.cancelled(), lookup(&self.session, p, Instant::now()))
-            .await
+        self.read(
+            &ctx.id,
+            ctx.ct.cancelled(),
+            lookup(&self.session, p, Instant::now()),
+        )
+        .await
     }
 
     /// Why mark_list is a tool.
@@ -338,7 +364,8 @@ impl MarkServer {
         Parameters(p): Parameters<ListParams>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        self.read(ctx.ct.cancelled(), list(&self.session, p)).await
+        self.read(&ctx.id, ctx.ct.cancelled(), list(&self.session, p))
+            .await
     }
 
     /// Why mark_versions is a tool.
@@ -357,7 +384,7 @@ impl MarkServer {
         Parameters(p): Parameters<VersionsParams>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        self.read(ctx.ct.cancelled(), versions(&self.session, p))
+        self.read(&ctx.id, ctx.ct.cancelled(), versions(&self.session, p))
             .await
     }
 }

@@ -68,12 +68,7 @@ impl CachedDoc {
                     + l.fragment.as_ref().map_or(0, String::len)
             })
             .sum();
-        let hashes: usize = self
-            .hashes
-            .sections
-            .iter()
-            .map(|(a, _)| a.len() + 32 + size_of::<String>())
-            .sum();
+        let hashes = hashes_weight(&self.hashes);
         let repeated: usize = self
             .repeated_headings
             .iter()
@@ -82,6 +77,25 @@ impl CachedDoc {
         doc.source().len() + headings + links + hashes + repeated + size_of::<CachedDoc>()
     }
 }
+
+/// Bytes a document's section hashes hold (each anchor, its hash, its string).
+pub fn hashes_weight(hashes: &Arc<SectionHashes>) -> usize {
+    hashes
+        .sections
+        .iter()
+        .map(|(a, _)| a.len() + 32 + std::mem::size_of::<String>())
+        .sum()
+}
+
+/// The bound of the delivery log beside the cache's: a quarter of
+/// `--cache-bytes`, and at least [`MIN_LOG_BYTES`] (so a session that caches
+/// nothing still tells which sections changed in ordinary documents).
+pub fn log_bytes(cache_bytes: usize) -> usize {
+    (cache_bytes / 4).max(MIN_LOG_BYTES)
+}
+
+/// The smallest bound of the delivery log.
+pub const MIN_LOG_BYTES: usize = 1 << 20;
 
 /// A folder's entries as one LIST answered them.
 #[derive(Debug)]
@@ -197,7 +211,11 @@ impl Session {
             listings: Mutex::new(SessionCache::new(LISTING_CACHE_BYTES)),
             flights: Mutex::new(HashMap::new()),
             flight_numbers: AtomicU64::new(0),
-            log: Mutex::new(DeliveryLog::new(settings.dedup_ttl)),
+            log: Mutex::new(DeliveryLog::new(
+                settings.dedup_ttl,
+                log_bytes(settings.cache_bytes),
+                hashes_weight,
+            )),
             graph: SessionGraph::new(Arc::clone(&source), settings.crawl),
             source,
             settings,

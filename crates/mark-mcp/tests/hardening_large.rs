@@ -156,3 +156,32 @@ async fn huge_documents_give_bounded_answers() {
     assert_eq!(calls, 32);
     mcp.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_whose_forty_thousand_sections_all_changed_answers_bounded_and_soon() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = |tag: &str| -> String {
+        (0..40_000)
+            .map(|i| format!("## Section {i}\n\n{tag} {i}.\n\n"))
+            .collect()
+    };
+    let path = dir.path().join("changing.md");
+    std::fs::write(&path, doc("first")).unwrap();
+    let mcp = Mcp::start(&[
+        "--root",
+        &dir.path().display().to_string(),
+        "--fresh-for",
+        "0s",
+    ])
+    .await;
+    call(&mcp, "first read", json!({"url": "/changing.md"})).await;
+    std::fs::write(&path, doc("second")).unwrap();
+    // The hang guard: the section diff was quadratic (29.6 s in release).
+    let r = call(&mcp, "changed", json!({"url": "/changing.md"})).await;
+    let note = r.field("note").unwrap_or_default();
+    assert!(
+        note.contains("sections changed: ") && note.contains("+39997 more") && note.len() < 300,
+        "{note}"
+    );
+    mcp.stop().await;
+}

@@ -64,8 +64,14 @@ async fn fetch_sizes_sections_and_errors() {
         .await;
     assert_eq!(r.body(), large);
 
-    // A section of a small document: heading and subsections, not the next sibling.
-    let r = mcp.fetch("/small.md#beta").await;
+    // A section of a small document: heading and subsections, not the next
+    // sibling (forced: the whole body was read, which holds it).
+    let r = mcp
+        .call(
+            "mark_fetch",
+            json!({"url": "/small.md#beta", "force": true}),
+        )
+        .await;
     assert_eq!(
         (r.field("mode"), r.field("section")),
         (Some("section"), Some("#beta")),
@@ -78,8 +84,13 @@ async fn fetch_sizes_sections_and_errors() {
     let r = mcp.fetch("/small.md#Beta detail").await;
     assert_eq!(r.field("section"), Some("#beta-detail"));
 
-    // A section of a large document.
-    let r = mcp.fetch("/large.md#berths").await;
+    // A section of a large document (forced: its whole body was read).
+    let r = mcp
+        .call(
+            "mark_fetch",
+            json!({"url": "/large.md#berths", "force": true}),
+        )
+        .await;
     assert!(
         r.body().starts_with("## Berths\n") && r.body().contains("### South quay"),
         "{}",
@@ -87,11 +98,11 @@ async fn fetch_sizes_sections_and_errors() {
     );
     assert!(!r.body().contains("## Pilots"));
 
-    // Several anchors in one call.
+    // Several anchors in one call (forced, like the one before).
     let r = mcp
         .call(
             "mark_fetch",
-            json!({"url": "/large.md", "anchors": ["pilots", "#contacts"]}),
+            json!({"url": "/large.md", "anchors": ["pilots", "#contacts"], "force": true}),
         )
         .await;
     assert_eq!(r.field("section"), Some("#pilots, #contacts"), "{}", r.text);
@@ -170,7 +181,7 @@ async fn dedup_within_and_across_sessions() {
         "one short answer"
     );
 
-    // force re-delivers; a section after the full fetch still comes.
+    // force re-delivers; a section of the body read is unchanged too.
     assert!(
         mcp.call("mark_fetch", json!({"url": "/small.md", "force": true}))
             .await
@@ -178,8 +189,8 @@ async fn dedup_within_and_across_sessions() {
             .contains("ferry")
     );
     let sec = mcp.fetch("/small.md#gamma").await;
-    assert_eq!(sec.field("mode"), Some("section"));
-    assert_eq!(mcp.fetch("/small.md#gamma").await.status(), "unchanged");
+    assert_eq!(sec.status(), "unchanged", "{}", sec.text);
+    assert!(sec.body().contains("in the whole document"), "{}", sec.text);
 
     // A second session does not see this one's deliveries.
     let other = Mcp::start(&args).await;

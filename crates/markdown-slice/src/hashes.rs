@@ -1,6 +1,7 @@
 //! Per-section content hashes and what changed between two versions.
 
 use crate::document::Document;
+use std::collections::HashMap;
 
 /// A blake3 hash of each section's own text, keyed by anchor, plus the preamble's.
 ///
@@ -19,12 +20,18 @@ pub struct SectionHashes {
 }
 
 impl SectionHashes {
-    /// The hash of the section with this anchor.
+    /// The hash of the section with this anchor (a linear search: for many
+    /// lookups build [`SectionHashes::by_anchor`] once).
     pub fn get(&self, anchor: &str) -> Option<&[u8; 32]> {
         self.sections
             .iter()
             .find(|(a, _)| a == anchor)
             .map(|(_, h)| h)
+    }
+
+    /// The hashes keyed by anchor, for lookups in constant time.
+    pub fn by_anchor(&self) -> HashMap<&str, &[u8; 32]> {
+        self.sections.iter().map(|(a, h)| (a.as_str(), h)).collect()
     }
 }
 
@@ -77,14 +84,15 @@ impl<S: AsRef<str>> Document<S> {
     }
 }
 
-/// What changed from `old` to `new`.
+/// What changed from `old` to `new`, in time linear in their sections.
 pub fn diff_sections(old: &SectionHashes, new: &SectionHashes) -> SectionDiff {
     let mut diff = SectionDiff {
         preamble_changed: old.preamble != new.preamble,
         ..Default::default()
     };
+    let (old_map, new_map) = (old.by_anchor(), new.by_anchor());
     for (anchor, hash) in &new.sections {
-        match old.get(anchor) {
+        match old_map.get(anchor.as_str()).copied() {
             Some(old_hash) if old_hash != hash => diff.changed.push(anchor.clone()),
             Some(_) => {}
             None => diff.added.push(anchor.clone()),
@@ -93,7 +101,7 @@ pub fn diff_sections(old: &SectionHashes, new: &SectionHashes) -> SectionDiff {
     diff.removed = old
         .sections
         .iter()
-        .filter(|(anchor, _)| new.get(anchor).is_none())
+        .filter(|(anchor, _)| !new_map.contains_key(anchor.as_str()))
         .map(|(anchor, _)| anchor.clone())
         .collect();
     diff
