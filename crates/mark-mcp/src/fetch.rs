@@ -65,7 +65,7 @@ fn section_label<S: AsRef<str>>(
     h: &Heading,
     repeated: &HashSet<String>,
 ) -> String {
-    let label = format!("#{}", h.anchor.as_deref().unwrap_or_default());
+    let label = format!("#{}", doc.fragment_of(h).unwrap_or_default());
     if !repeated.contains(h.text.as_str()) {
         return label;
     }
@@ -286,7 +286,8 @@ impl View<'_> {
             let part = if budget < MIN_PART_BYTES {
                 Part::skipped(label, text)
             } else if self.comes_whole(text.len(), cursor) {
-                let slice = Slice::Section(h.anchor.clone().unwrap_or_default());
+                // An anchorless heading (`## 🚀`) is keyed by the text that fetched it.
+                let slice = Slice::Section(doc.fragment_of(h).unwrap_or_default().to_string());
                 self.deliver(slice, label, text, h.section.start, cursor, budget)
             } else {
                 self.outline(Some(h))
