@@ -552,15 +552,26 @@ fn more_headings(left: usize, all: usize) -> String {
 /// most [`NAMES_LINE_BYTES`], as many as fit in `max_bytes`. A name works as
 /// an anchor (`mark_fetch` re-slugs heading text), which the first line says.
 fn heading_names(entries: &[OutlineEntry], max_bytes: usize) -> String {
+    // A name that would find an earlier namesake (the second `Setup`) comes as its anchor.
     let names = entries.iter().filter_map(|e| match e {
-        OutlineEntry::Heading { depth: 0, text, .. } => Some(text.as_str()),
+        OutlineEntry::Heading {
+            depth: 0,
+            text,
+            by_name,
+            anchor,
+            ..
+        } => match (by_name, anchor) {
+            (true, _) => Some(text.clone()),
+            (false, Some(anchor)) => Some(format!("#{anchor}")),
+            (false, None) => None,
+        },
         _ => None,
     });
     let mut out = String::from(NAMES_INTRO);
     let mut line = String::new();
     let mut shown = 0;
     for name in names {
-        let name = label(name, LABEL_BYTES);
+        let name = label(&name, LABEL_BYTES);
         if !line.is_empty() && line.len() + " · ".len() + name.len() > NAMES_LINE_BYTES {
             out.push_str(&line);
             out.push('\n');
@@ -970,6 +981,16 @@ mod tests {
             let kept = cut.split("+").next().unwrap_or("");
             assert!(kept.len() <= max, "{max}: {cut}");
         }
+    }
+
+    #[test]
+    fn a_repeated_name_is_offered_as_its_anchor() {
+        let entries = whole_outline("## Setup\n\none\n\n## Setup\n\ntwo\n\n## Setup 1\n\nthree\n");
+        let names = heading_names(&entries, 2000);
+        assert_eq!(
+            names,
+            format!("{NAMES_INTRO}- Setup · #setup-1 · Setup 1\n")
+        );
     }
 
     #[test]

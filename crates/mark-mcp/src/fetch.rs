@@ -66,7 +66,7 @@ fn section_label<S: AsRef<str>>(
     h: &Heading,
     repeated: &HashSet<String>,
 ) -> String {
-    let label = format!("#{}", h.anchor.as_deref().unwrap_or_default());
+    let label = format!("#{}", doc.fragment_of(h).unwrap_or_default());
     if !repeated.contains(h.text.as_str()) {
         return label;
     }
@@ -294,7 +294,7 @@ impl View<'_> {
             let enclosing = self.enclosing(h);
             if let Some(earlier) = named
                 .iter()
-                .find(|e| e.line == h.line || enclosing.iter().any(|s| *s == anchor_slice(e)))
+                .find(|e| e.line == h.line || enclosing.iter().any(|s| *s == anchor_slice(doc, e)))
             {
                 if earlier.line != h.line {
                     parts.push(Part {
@@ -315,7 +315,7 @@ impl View<'_> {
             let part = if budget < MIN_PART_BYTES {
                 Part::skipped(label, text)
             } else if self.comes_whole(text.len(), cursor) {
-                let slice = anchor_slice(h);
+                let slice = anchor_slice(doc, h);
                 self.deliver(
                     slice,
                     &enclosing,
@@ -344,7 +344,7 @@ impl View<'_> {
         let mut parent = h.parent.and_then(|i| headings.get(i));
         while let Some(p) = parent {
             if p.anchor.is_some() {
-                out.push(anchor_slice(p));
+                out.push(anchor_slice(&self.cached.doc, p));
             }
             parent = p.parent.and_then(|i| headings.get(i));
         }
@@ -705,8 +705,10 @@ const LABEL_BYTES: usize = 40;
 const OUTLINE_LINE_BYTES: usize = 300;
 
 /// The slice of a heading's section.
-fn anchor_slice(h: &Heading) -> Slice {
-    Slice::Section(h.anchor.clone().unwrap_or_default())
+/// The delivery key of `h`'s section: its anchor, or for an anchorless
+/// heading (`## 🚀`) the text that fetches it.
+fn anchor_slice<S: AsRef<str>>(doc: &Document<S>, h: &Heading) -> Slice {
+    Slice::Section(doc.fragment_of(h).unwrap_or_default().to_string())
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
 
+use crate::find::HeadingIndex;
 use crate::frontmatter::{self, Frontmatter};
 use crate::links::{Link, LinkKind};
 use crate::slug::Slugger;
@@ -23,10 +24,18 @@ pub struct Heading {
     pub line: Range<usize>,
     /// The heading's section: from `line.start` to the `line.start` of the next heading of
     /// the same or a higher level (subsections included), or to the end of the source.
+    /// Only top-level headings cut sections: a [`nested`](Heading::nested) heading's
+    /// section ends at the next heading of the same or a higher level inside its block
+    /// quote or list item, else at that container's end.
     pub section: Range<usize>,
-    /// Index in [`Document::headings`] of the nearest enclosing heading (the last earlier
-    /// heading of a higher level).
+    /// Index in [`Document::headings`] of the nearest enclosing heading: the innermost
+    /// heading whose section holds this one's line (for a top-level heading, the last
+    /// earlier top-level heading of a higher level).
     pub parent: Option<usize>,
+    /// Whether the heading sits inside a block quote or list item rather than at the
+    /// document's top block level. A nested heading is found by its anchor and text, but
+    /// starts and ends no section of the document and is not in the outline.
+    pub nested: bool,
 }
 
 /// A markdown document parsed once: frontmatter, headings with anchors and sections,
@@ -41,6 +50,7 @@ pub struct Document<S: AsRef<str>> {
     headings: Vec<Heading>,
     links: Vec<Link>,
     first_paragraph: Option<Range<usize>>,
+    index: HeadingIndex,
 }
 
 /// The pulldown-cmark options used for every parse (and by the benchmark's baseline).
@@ -65,6 +75,8 @@ struct OpenHeading {
     end: usize,
     level: u8,
     text: String,
+    /// The end of the innermost block quote or list item holding it; `None` at top level.
+    container_end: Option<usize>,
 }
 
 impl<S: AsRef<str>> Document<S> {
@@ -75,6 +87,7 @@ impl<S: AsRef<str>> Document<S> {
         let body = body_start..text.len();
         let scan = scan(text, body.clone());
         Document {
+            index: HeadingIndex::new(&scan.headings),
             frontmatter,
             body,
             headings: scan.headings,
@@ -129,6 +142,10 @@ impl<S: AsRef<str>> Document<S> {
         &self.headings
     }
 
+    pub(crate) fn heading_index(&self) -> &HeadingIndex {
+        &self.index
+    }
+
     /// The exact source text of a heading's section, subsections included.
     ///
     /// `heading` should come from this document; a heading from elsewhere whose range
@@ -137,38 +154,43 @@ impl<S: AsRef<str>> Document<S> {
         self.source().get(heading.section.clone()).unwrap_or("")
     }
 
-    /// The range from the start of the body to the first heading's line (the whole body
-    /// when there is no heading).
+    /// The range from the start of the body to the first top-level heading's line (the
+    /// whole body when there is none): with the top-level sections, it tiles the body.
     pub fn preamble_range(&self) -> Range<usize> {
         let end = self
             .headings
-            .first()
+            .iter()
+            .find(|h| !h.nested)
             .map_or(self.body.end, |h| h.line.start);
         self.body.start..end
     }
 
-    /// The text before the first heading (after the frontmatter).
+    /// The text before the first top-level heading (after the frontmatter).
     pub fn preamble(&self) -> &str {
         &self.source()[self.preamble_range()]
     }
 
-    /// The innermost heading whose section holds byte `offset`; `None` in the preamble.
+    /// The innermost heading whose section holds byte `offset` (the end of the source
+    /// counts as inside the last section); `None` in the preamble.
     pub fn section_at(&self, offset: usize) -> Option<&Heading> {
-        let after = self.headings.partition_point(|h| h.line.start <= offset);
-        after.checked_sub(1).and_then(|i| self.headings.get(i))
+        self.sections_holding(offset).next()
     }
 
     /// The anchor of the innermost anchored section holding byte `offset` (the heading's
     /// own anchor, else its nearest anchored ancestor's); `None` in the preamble.
     pub fn section_anchor_at(&self, offset: usize) -> Option<&str> {
-        let mut heading = self.section_at(offset);
-        while let Some(h) = heading {
-            if let Some(anchor) = &h.anchor {
-                return Some(anchor);
-            }
-            heading = h.parent.and_then(|p| self.headings.get(p));
-        }
-        None
+        self.sections_holding(offset)
+            .find_map(|h| h.anchor.as_deref())
+    }
+
+    /// The headings whose sections hold `offset`, innermost first. Sections nest, so the
+    /// innermost is the holder with the latest start; a nested heading's section may end
+    /// before the next heading starts, hence the walk back rather than a lookup.
+    fn sections_holding(&self, offset: usize) -> impl Iterator<Item = &Heading> {
+        let after = self.headings.partition_point(|h| h.line.start <= offset);
+        self.headings[..after].iter().rev().filter(move |h| {
+            offset < h.section.end || (offset == self.body.end && h.section.end == offset)
+        })
     }
 
     /// Every link and image, in document order (see [`Link`]).
@@ -195,16 +217,24 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
     let mut links: Vec<Link> = Vec::new();
     let mut first_paragraph = None;
     let mut heading: Option<OpenHeading> = None;
+    // Per heading: the end of the block quote or list item holding it (`None`: top level).
+    let mut container_ends: Vec<Option<usize>> = Vec::new();
     // Links and images whose end event has not been seen yet (an image may sit in a link).
     let mut open_links: Vec<Link> = Vec::new();
-    // Open tags around the current event; a paragraph opened at depth 0 is top-level.
-    let mut depth = 0usize;
+    // One entry per tag open around the current event: the end of the innermost block
+    // quote or list item among them. A paragraph or heading opened with none open is
+    // top-level.
+    let mut containers: Vec<Option<usize>> = Vec::new();
 
     let parser = Parser::new_ext(&source[body.clone()], parser_options());
     for (event, range) in parser.into_offset_iter() {
         let range = range.start + base..range.end + base;
         match event {
             Event::Start(tag) => {
+                let container = match &tag {
+                    Tag::BlockQuote(_) | Tag::Item | Tag::FootnoteDefinition(_) => Some(range.end),
+                    _ => containers.last().copied().flatten(),
+                };
                 match tag {
                     Tag::Heading { level, .. } => {
                         heading = Some(OpenHeading {
@@ -212,9 +242,10 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
                             end: range.end,
                             level: level as u8,
                             text: String::new(),
+                            container_end: containers.last().copied().flatten(),
                         });
                     }
-                    Tag::Paragraph if depth == 0 && first_paragraph.is_none() => {
+                    Tag::Paragraph if containers.is_empty() && first_paragraph.is_none() => {
                         let text = &source[range.clone()];
                         let end = range.start + text.trim_end().len();
                         first_paragraph = Some(range.start..end);
@@ -235,13 +266,14 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
                     }
                     _ => {}
                 }
-                depth += 1;
+                containers.push(container);
             }
             Event::End(tag_end) => {
-                depth = depth.saturating_sub(1);
+                containers.pop();
                 match tag_end {
                     TagEnd::Heading(_) => {
                         if let Some(open) = heading.take() {
+                            container_ends.push(open.container_end);
                             headings.push(finish_heading(source, base, open));
                         }
                     }
@@ -274,7 +306,7 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
     }
     // Links are pushed when they close; an image inside a link closes first.
     links.sort_by_key(|l| l.range.start);
-    finish_sections(&mut headings, body.end);
+    finish_sections(&mut headings, &container_ends, body.end);
     Scan {
         headings,
         links,
@@ -312,26 +344,55 @@ fn finish_heading(source: &str, body_start: usize, open: OpenHeading) -> Heading
         line: line_start..line_end.max(line_start),
         section: line_start..line_start,
         parent: None,
+        nested: open.container_end.is_some(),
     }
 }
 
 /// Second pass over the (small) heading list: anchors, section ends and parents.
-fn finish_sections(headings: &mut [Heading], end: usize) {
+///
+/// Top-level headings cut each other's sections. A nested heading's section ends at the
+/// next heading of the same or a higher level before its container ends, else at the
+/// container's end (`container_ends[i]`). Both stacks hold strictly rising levels; the
+/// nested stack's container ends fall towards its top (a later container sits inside an
+/// earlier one), so closing ended containers pops from the top.
+fn finish_sections(headings: &mut [Heading], container_ends: &[Option<usize>], end: usize) {
     let mut slugger = Slugger::with_capacity(headings.len());
     let mut open: Vec<usize> = Vec::new();
+    let mut open_nested: Vec<(usize, usize)> = Vec::new();
     for i in 0..headings.len() {
         headings[i].anchor = slugger.anchor(&headings[i].text);
         let level = headings[i].level;
         let start = headings[i].section.start;
-        while let Some(&top) = open.last() {
-            if headings[top].level < level {
+        while let Some(&(top, container_end)) = open_nested.last() {
+            if container_end > start && headings[top].level < level {
                 break;
             }
-            headings[top].section.end = start;
-            open.pop();
+            headings[top].section.end = container_end.min(start).max(headings[top].line.end);
+            open_nested.pop();
         }
-        headings[i].parent = open.last().copied();
-        open.push(i);
+        match container_ends[i] {
+            Some(container_end) => {
+                headings[i].parent = open_nested
+                    .last()
+                    .map(|&(top, _)| top)
+                    .or(open.last().copied());
+                open_nested.push((i, container_end));
+            }
+            None => {
+                while let Some(&top) = open.last() {
+                    if headings[top].level < level {
+                        break;
+                    }
+                    headings[top].section.end = start;
+                    open.pop();
+                }
+                headings[i].parent = open.last().copied();
+                open.push(i);
+            }
+        }
+    }
+    for (i, container_end) in open_nested {
+        headings[i].section.end = container_end.max(headings[i].line.end);
     }
     for i in open {
         headings[i].section.end = end;
@@ -445,10 +506,42 @@ mod tests {
         let h = doc.headings();
         assert_eq!(&src[h[1].line.clone()], "> ## Quoted");
         assert_eq!(&src[h[2].line.clone()], "- ### In list");
-        // The H3 in the list item is a subsection of the quoted H2.
+        // Nested headings cut nothing: each is its container's text from its line on.
+        assert_eq!(doc.section_text(&h[0]), src);
+        assert_eq!(doc.section_text(&h[1]), "> ## Quoted\n> body\n");
+        assert_eq!(doc.section_text(&h[2]), "- ### In list\n  item\n");
         assert_eq!(
-            doc.section_text(&h[1]),
-            "> ## Quoted\n> body\n\n- ### In list\n  item\n"
+            h.iter().map(|h| (h.nested, h.parent)).collect::<Vec<_>>(),
+            [(false, None), (true, Some(0)), (true, Some(0))]
+        );
+    }
+
+    #[test]
+    fn nested_headings_cut_each_other_inside_their_container() {
+        let src = "## Top
+> # A
+> a
+> ## B
+> b
+> # C
+> c
+
+after
+";
+        let doc = Document::parse(src);
+        let h = doc.headings();
+        assert_eq!(doc.section_text(&h[0]), src);
+        assert_eq!(doc.section_text(&h[1]), "> # A\n> a\n> ## B\n> b\n");
+        assert_eq!(doc.section_text(&h[2]), "> ## B\n> b\n");
+        assert_eq!(doc.section_text(&h[3]), "> # C\n> c\n");
+        // `# A` is of a higher level than `## Top` but still inside its section.
+        assert_eq!(
+            [h[1].parent, h[2].parent, h[3].parent],
+            [Some(0), Some(1), Some(0)]
+        );
+        assert_eq!(
+            doc.section_anchor_at(src.find("after").unwrap()),
+            Some("top")
         );
     }
 

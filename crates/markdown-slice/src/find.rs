@@ -1,5 +1,7 @@
 //! Anchor lookup with a helpful miss.
 
+use std::collections::HashMap;
+
 use crate::document::{Document, Heading};
 use crate::slug::slugify;
 
@@ -24,34 +26,122 @@ fn nearest_list(nearest: &[String]) -> String {
     }
 }
 
-impl<S: AsRef<str>> Document<S> {
-    /// Finds a heading by anchor: the exact anchor; then case-insensitively, with or without
-    /// a leading `#` (percent-encoding decoded); then the input slugged as heading text, so
-    /// the raw heading text works too.
-    pub fn find_anchor(&self, query: &str) -> Result<&Heading, AnchorMiss> {
-        let anchored = || self.headings().iter().filter(|h| h.anchor.is_some());
-        let is = |h: &&Heading, wanted: &str| h.anchor.as_deref() == Some(wanted);
-        if let Some(h) = anchored().find(|h| is(h, query)) {
-            return Ok(h);
+/// Where each heading is found by anchor and by text; built once per parse.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HeadingIndex {
+    by_anchor: HashMap<String, usize>,
+    /// The first heading with this exact text.
+    by_text: HashMap<String, usize>,
+    /// The first heading with this text, lower-cased.
+    by_lower_text: HashMap<String, usize>,
+}
+
+impl HeadingIndex {
+    pub(crate) fn new(headings: &[Heading]) -> Self {
+        let mut index = HeadingIndex {
+            by_anchor: HashMap::with_capacity(headings.len()),
+            by_text: HashMap::with_capacity(headings.len()),
+            by_lower_text: HashMap::with_capacity(headings.len()),
+        };
+        for (i, h) in headings.iter().enumerate() {
+            if let Some(anchor) = &h.anchor {
+                index.by_anchor.insert(anchor.clone(), i);
+            }
+            if !h.text.is_empty() {
+                index.by_text.entry(h.text.clone()).or_insert(i);
+                index
+                    .by_lower_text
+                    .entry(h.text.to_lowercase())
+                    .or_insert(i);
+            }
         }
-        let bare = query.trim();
-        let bare = bare.strip_prefix('#').unwrap_or(bare);
-        let decoded = percent_encoding::percent_decode_str(bare)
-            .decode_utf8()
-            .map_or_else(|_| bare.to_string(), |d| d.into_owned());
+        index
+    }
+
+    /// The lookup order of [`Document::find_anchor`].
+    fn find(&self, query: &str) -> Option<usize> {
+        if let Some(&i) = self.by_anchor.get(query) {
+            return Some(i);
+        }
+        let trimmed = query.trim();
+        let (_, decoded) = bare_and_decoded(query);
+        let decoded = decoded.trim();
+        // `Setup 1` is heading text, `setup-1` an anchor: text is matched only when the
+        // input could not be an anchor as written (a space, capitals, punctuation, emoji).
+        let as_text = slugify(decoded) != decoded;
+        let text_match = |map: &HashMap<String, usize>, texts: [&str; 2]| {
+            texts.into_iter().find_map(|t| map.get(t).copied())
+        };
+        if as_text && let Some(i) = text_match(&self.by_text, [trimmed, decoded]) {
+            return Some(i);
+        }
         let lower = decoded.to_lowercase();
-        if let Some(h) = anchored().find(|h| is(h, &lower)) {
-            return Ok(h);
+        if let Some(&i) = self.by_anchor.get(&lower) {
+            return Some(i);
         }
-        let slug = slugify(decoded.trim());
-        if let Some(h) = anchored().find(|h| is(h, &slug)) {
-            return Ok(h);
+        if as_text && let Some(&i) = self.by_lower_text.get(&lower) {
+            return Some(i);
         }
+        self.by_anchor.get(&slugify(decoded)).copied()
+    }
+}
+
+impl<S: AsRef<str>> Document<S> {
+    /// Finds a heading by anchor or by its text, in this order:
+    ///
+    /// 1. the exact anchor (`setup-1`);
+    /// 2. for input that cannot be an anchor as written (it holds a space, capitals,
+    ///    punctuation or emoji: `Setup 1`, `🚀`), the first heading with exactly that text,
+    ///    so raw heading text never lands on a de-duplicated namesake, and headings without
+    ///    an anchor of their own are reachable;
+    /// 3. the anchor case-insensitively (`#SETUP-1`);
+    /// 4. for the same input as in 2, the heading text case-insensitively (`setup 1`);
+    /// 5. the input slugged as heading text (`install steps?` → `install-steps`).
+    ///
+    /// A leading `#` and surrounding white space are ignored from step 2 on, and
+    /// percent-encoding is decoded (`#%C3%BCber-uns`).
+    pub fn find_anchor(&self, query: &str) -> Result<&Heading, AnchorMiss> {
+        if let Some(i) = self.heading_index().find(query) {
+            return Ok(&self.headings()[i]);
+        }
+        let (bare, decoded) = bare_and_decoded(query);
         Err(AnchorMiss {
             query: bare.to_string(),
-            nearest: nearest(anchored().filter_map(|h| h.anchor.as_deref()), &slug),
+            nearest: nearest(
+                self.headings().iter().filter_map(|h| h.anchor.as_deref()),
+                &slugify(decoded.trim()),
+            ),
         })
     }
+
+    /// The fragment that fetches `heading`: its anchor, else its text when that finds it
+    /// (`🚀`); `None` for an anchorless namesake of an earlier heading.
+    pub fn fragment_of<'a>(&self, heading: &'a Heading) -> Option<&'a str> {
+        heading
+            .anchor
+            .as_deref()
+            .or_else(|| self.found_by_text(heading).then_some(heading.text.as_str()))
+    }
+
+    /// Whether [`find_anchor`](Document::find_anchor) given `heading`'s text finds this
+    /// very heading (not a namesake earlier in the document).
+    pub fn found_by_text(&self, heading: &Heading) -> bool {
+        !heading.text.is_empty()
+            && self
+                .heading_index()
+                .find(&heading.text)
+                .is_some_and(|i| &self.headings()[i] == heading)
+    }
+}
+
+/// The query without surrounding white space and a leading `#`, and that percent-decoded.
+fn bare_and_decoded(query: &str) -> (&str, String) {
+    let bare = query.trim();
+    let bare = bare.strip_prefix('#').unwrap_or(bare);
+    let decoded = percent_encoding::percent_decode_str(bare)
+        .decode_utf8()
+        .map_or_else(|_| bare.to_string(), |d| d.into_owned());
+    (bare, decoded)
 }
 
 /// The anchors most similar to `wanted`: containment first, then shared character bigrams

@@ -8,9 +8,11 @@ use yaml_serde::Value;
 /// A YAML frontmatter block split off the start of a document.
 ///
 /// The block opens with a `---` line as the very first line (after an optional byte-order
-/// mark) and closes with a `---` or `...` line. It is split off even when its YAML is
-/// invalid (then [`Frontmatter::yaml_error`] says why and no fields are set), so it is never
-/// taken for a setext heading.
+/// mark), followed right away by a YAML mapping line (`key:` or `key: value`), and closes
+/// with a `---` or `...` line. A blank line, a heading or any other text after the opening
+/// `---` makes it a thematic break, part of the body. A block that opens like this is split
+/// off even when its YAML is invalid (then [`Frontmatter::yaml_error`] says why and no
+/// fields are set), so it is never taken for a setext heading.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Frontmatter {
     /// `title:` as a string, if present and a scalar.
@@ -43,6 +45,10 @@ pub(crate) fn split(source: &str) -> (Option<Frontmatter>, usize) {
         return (None, start);
     }
     let yaml_start = first.end;
+    // A rule at the top of a document (`---`, a blank line, `# Title`) is not frontmatter.
+    if !lines.next().is_some_and(|line| is_mapping_line(line.text)) {
+        return (None, start);
+    }
     for line in lines {
         let trimmed = line.text.trim_end_matches([' ', '\t']);
         if trimmed == "---" || trimmed == "..." {
@@ -53,6 +59,25 @@ pub(crate) fn split(source: &str) -> (Option<Frontmatter>, usize) {
         }
     }
     (None, start)
+}
+
+/// Whether `line` opens a YAML mapping entry: a key at the line's start (plain or
+/// quoted, not a comment, list item or markdown heading) followed by `:` and then white
+/// space or the line's end.
+fn is_mapping_line(line: &str) -> bool {
+    let Some(first) = line.chars().next() else {
+        return false;
+    };
+    if first.is_whitespace() || matches!(first, '#' | '-' | ':' | '>' | '|' | '[' | '{') {
+        return false;
+    }
+    line.match_indices(':').any(|(i, _)| {
+        i > 0
+            && line[i + 1..]
+                .chars()
+                .next()
+                .is_none_or(|c| c == ' ' || c == '\t')
+    })
 }
 
 /// One line of the source: its text without the line break, and where it starts and ends
@@ -230,16 +255,36 @@ mod tests {
     }
 
     #[test]
-    fn empty_block_and_non_mapping() {
-        let (fm, _) = split("---\n---\n");
-        assert_eq!(
-            fm.unwrap(),
-            Frontmatter {
-                range: 0..8,
-                ..Default::default()
-            }
-        );
-        let (fm, _) = split("---\njust text\n---\n");
-        assert!(fm.unwrap().yaml_error.is_some());
+    fn a_rule_followed_by_anything_but_a_mapping_line_is_body() {
+        for src in [
+            "---\n\n# Title Under Rule\nIntro text.\n---\n## Later\n",
+            "---\n# Title\n---\n",
+            "---\n---\n",
+            "---\njust text\n---\n",
+            "---\n- item\n---\n",
+            "---\n  indented: 1\n---\n",
+            "---\nhttp://x.org\n---\n",
+        ] {
+            assert_eq!(split(src), (None, 0), "{src:?}");
+        }
+    }
+
+    #[test]
+    fn mapping_lines() {
+        for line in [
+            "title:",
+            "title: x",
+            "\"quoted key\": 1",
+            "a b: c",
+            "k:\tv",
+            "url: http://x",
+        ] {
+            assert!(is_mapping_line(line), "{line:?}");
+        }
+        for line in [
+            "", " x: 1", "# x: 1", "- x: 1", "http://x", "text", ":x", "a:b",
+        ] {
+            assert!(!is_mapping_line(line), "{line:?}");
+        }
     }
 }

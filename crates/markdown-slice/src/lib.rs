@@ -8,7 +8,7 @@
 //! [pulldown-cmark](https://docs.rs/pulldown-cmark)'s events with GitHub's options (see
 //! [`parser_options`]), so headings are found exactly where CommonMark puts them: never in
 //! code blocks, HTML blocks or the frontmatter, and at any block depth (block quotes, list
-//! items).
+//! items); only the top-level ones cut the document into sections.
 //!
 //! It is not a renderer, not a full CommonMark AST, and knows nothing of any protocol.
 //!

@@ -1,7 +1,6 @@
 //! The bounded heading outline.
 
 use std::fmt::{self, Write as _};
-use std::ops::Range;
 
 use crate::document::{Document, Heading};
 use crate::tokens::estimate_tokens;
@@ -27,7 +26,8 @@ impl Default for OutlineOptions {
 /// One line of an [`Outline`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OutlineEntry {
-    /// `- {text} (#{anchor}, ~{tokens} tok)`
+    /// `- {text} (#{fragment}, ~{tokens} tok)`, or `- {text} (~{tokens} tok)` for a heading
+    /// with no way to name it (an anchorless namesake of an earlier heading).
     Heading {
         /// Indentation steps: the heading's level minus the shallowest level outlined.
         depth: usize,
@@ -37,41 +37,66 @@ pub enum OutlineEntry {
         text: String,
         /// Its anchor, if it has one.
         anchor: Option<String>,
+        /// Whether its text, given as the fragment, finds this heading (see
+        /// [`Document::found_by_text`]); an anchorless heading (`## 🚀`) is named so.
+        by_name: bool,
         /// [`estimate_tokens`] of its section, subsections included.
         tokens: usize,
     },
-    /// `+{count} subsections`: deeper headings collapsed under the heading above.
+    /// `+{count} subsections`: the headings below the heading above, none of them shown.
     Collapsed {
         /// Indentation steps (one more than the heading they belong to).
         depth: usize,
         /// How many headings this line stands for.
         count: usize,
     },
-    /// `+{count} more sections`: what did not fit even at the shallowest level.
+    /// `+{count} more sections`: the rest of a level that did not fit, after the entries
+    /// of it that did (and their subsections).
     More {
+        /// Indentation steps: those of the level that was cut.
+        depth: usize,
         /// How many headings this line stands for.
         count: usize,
     },
 }
 
-impl fmt::Display for OutlineEntry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl OutlineEntry {
+    /// For a heading line, the fragment that fetches it: its anchor, else its text when
+    /// that finds it.
+    pub fn fragment(&self) -> Option<&str> {
         match self {
             OutlineEntry::Heading {
-                depth,
-                text,
-                anchor,
-                tokens,
+                anchor: Some(anchor),
                 ..
-            } => {
-                indent(f, *depth)?;
-                match anchor {
-                    Some(anchor) => write!(f, "- {text} (#{anchor}, ~{tokens} tok)"),
-                    None => write!(f, "- {text} (~{tokens} tok)"),
-                }
-            }
-            OutlineEntry::Collapsed { depth, count } => {
-                indent(f, *depth)?;
+            } => Some(anchor),
+            OutlineEntry::Heading {
+                text,
+                by_name: true,
+                ..
+            } => Some(text),
+            _ => None,
+        }
+    }
+
+    /// Indentation steps of the line.
+    pub fn depth(&self) -> usize {
+        match self {
+            OutlineEntry::Heading { depth, .. }
+            | OutlineEntry::Collapsed { depth, .. }
+            | OutlineEntry::More { depth, .. } => *depth,
+        }
+    }
+}
+
+impl fmt::Display for OutlineEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        indent(f, self.depth())?;
+        match self {
+            OutlineEntry::Heading { text, tokens, .. } => match self.fragment() {
+                Some(fragment) => write!(f, "- {text} (#{fragment}, ~{tokens} tok)"),
+                None => write!(f, "- {text} (~{tokens} tok)"),
+            },
+            OutlineEntry::Collapsed { count, .. } => {
                 let noun = if *count == 1 {
                     "subsection"
                 } else {
@@ -79,7 +104,7 @@ impl fmt::Display for OutlineEntry {
                 };
                 write!(f, "+{count} {noun}")
             }
-            OutlineEntry::More { count } => {
+            OutlineEntry::More { count, .. } => {
                 let noun = if *count == 1 { "section" } else { "sections" };
                 write!(f, "+{count} more {noun}")
             }
@@ -114,172 +139,219 @@ impl fmt::Display for Outline {
 }
 
 impl<S: AsRef<str>> Document<S> {
-    /// The outline of the whole document, bounded by `options`.
+    /// The outline of the document's sections (its top-level headings; headings nested in
+    /// block quotes or list items are not sections), bounded by `options`.
     ///
-    /// Levels are shown shallow first: when the whole tree does not fit, the deepest level
-    /// present collapses into `+N subsections` lines under its parents, then the next
-    /// deepest, and so on. When even the shallowest level does not fit, it is cut and a last
-    /// `+N more sections` line counts the rest.
+    /// When the whole tree does not fit, the deepest level collapses into `+N subsections`
+    /// lines under its parents, then the next deepest, down to the deepest level that fits
+    /// whole. Of the level below that, as many entries as fit are shown in document order
+    /// (each with its own `+N subsections`), and `+N more sections` counts the rest under
+    /// their parent: so a lone title never hides the whole first level below it while
+    /// there is room for some of it. The same holds for the shallowest level itself.
     pub fn outline(&self, options: &OutlineOptions) -> Outline {
-        self.outline_of(0..self.headings().len(), options)
+        let members: Vec<usize> = (0..self.headings().len())
+            .filter(|&i| !self.headings()[i].nested)
+            .collect();
+        self.outline_of(&members, options)
     }
 
-    /// The outline of one section: the heading itself and its subsections. A heading that
-    /// is not from this document gives an empty outline.
+    /// The outline of one section: the heading itself and its subsections (for a nested
+    /// heading, the nested headings inside its section). A heading that is not from this
+    /// document gives an empty outline.
     pub fn section_outline(&self, heading: &Heading, options: &OutlineOptions) -> Outline {
         let headings = self.headings();
         let Some(first) = headings.iter().position(|h| h == heading) else {
             return Outline::default();
         };
-        let end = headings[first + 1..]
-            .iter()
-            .position(|h| h.level <= heading.level)
-            .map_or(headings.len(), |i| first + 1 + i);
-        self.outline_of(first..end, options)
+        let members: Vec<usize> = (first..headings.len())
+            .take_while(|&i| headings[i].line.start < heading.section.end || i == first)
+            .filter(|&i| headings[i].nested == heading.nested)
+            .collect();
+        self.outline_of(&members, options)
     }
 
-    fn outline_of(&self, set: Range<usize>, options: &OutlineOptions) -> Outline {
-        let headings = &self.headings()[set.clone()];
-        let mut levels: Vec<u8> = headings.iter().map(|h| h.level).collect();
+    fn outline_of(&self, members: &[usize], options: &OutlineOptions) -> Outline {
+        let headings = self.headings();
+        let mut levels: Vec<u8> = members.iter().map(|&i| headings[i].level).collect();
         levels.sort_unstable();
         levels.dedup();
-        let Some(&shallowest) = levels.first() else {
+        if levels.is_empty() {
             return Outline::default();
+        }
+        let tree = Tree::new(self, members);
+        let level_of = |local: usize| headings[members[local]].level;
+        // The deepest level whose tree fits whole (everything below it collapsed).
+        let whole = levels.iter().rposition(|&cutoff| {
+            let shown: Vec<bool> = (0..members.len()).map(|l| level_of(l) <= cutoff).collect();
+            fits(&tree.render(&shown).entries, options)
+        });
+        let partial_level = match whole {
+            Some(i) if i + 1 == levels.len() => return tree.render(&vec![true; members.len()]),
+            Some(i) => levels[i + 1],
+            None => levels[0],
         };
-        for &cutoff in levels.iter().rev() {
-            let outline = self.collapsed_at(set.clone(), shallowest, cutoff);
-            if fits(&outline.entries, options) {
-                return outline;
+        let shown_with = |revealed: usize| -> Vec<bool> {
+            let mut seen = 0;
+            (0..members.len())
+                .map(|l| match level_of(l).cmp(&partial_level) {
+                    std::cmp::Ordering::Less => true,
+                    std::cmp::Ordering::Equal => {
+                        seen += 1;
+                        seen <= revealed
+                    }
+                    std::cmp::Ordering::Greater => false,
+                })
+                .collect()
+        };
+        // Binary search for the most entries of the partial level that fit in document
+        // order: `fitting` always fits, `too_many` never does (all of them is the next
+        // whole level, which did not fit).
+        let candidates = (0..members.len())
+            .filter(|&l| level_of(l) == partial_level)
+            .count();
+        let (mut fitting, mut too_many) = (0, candidates);
+        let base = tree.render(&shown_with(0));
+        if !fits(&base.entries, options) {
+            return Outline {
+                entries: Vec::new(),
+                omitted: members.len(),
+            };
+        }
+        while too_many - fitting > 1 {
+            let mid = fitting + (too_many - fitting) / 2;
+            if fits(&tree.render(&shown_with(mid)).entries, options) {
+                fitting = mid;
+            } else {
+                too_many = mid;
             }
         }
-        truncate(self.collapsed_at(set, shallowest, shallowest), options)
+        tree.render(&shown_with(fitting))
+    }
+}
+
+/// The headings one outline is drawn from (`members`, indices into the document's
+/// headings, in order), with each one's nearest ancestor among them.
+struct Tree<'a, S: AsRef<str>> {
+    doc: &'a Document<S>,
+    members: &'a [usize],
+    /// Per member: the local index of its nearest ancestor among the members.
+    parent: Vec<Option<usize>>,
+    shallowest: u8,
+}
+
+impl<'a, S: AsRef<str>> Tree<'a, S> {
+    fn new(doc: &'a Document<S>, members: &'a [usize]) -> Self {
+        let headings = doc.headings();
+        let mut local = vec![None; headings.len()];
+        for (l, &i) in members.iter().enumerate() {
+            local[i] = Some(l);
+        }
+        let parent = members
+            .iter()
+            .map(|&i| {
+                let mut ancestor = headings[i].parent;
+                while let Some(a) = ancestor {
+                    if let Some(l) = local[a] {
+                        return Some(l);
+                    }
+                    ancestor = headings[a].parent;
+                }
+                None
+            })
+            .collect();
+        let shallowest = members
+            .iter()
+            .map(|&i| headings[i].level)
+            .min()
+            .unwrap_or(1);
+        Tree {
+            doc,
+            members,
+            parent,
+            shallowest,
+        }
     }
 
-    /// Every heading of `set` up to level `cutoff`, deeper ones counted under their nearest
-    /// shown ancestor.
-    fn collapsed_at(&self, set: Range<usize>, shallowest: u8, cutoff: u8) -> Outline {
-        let headings = self.headings();
-        let shown = |i: usize| headings[i].level <= cutoff;
-        let mut hidden_under = vec![0usize; set.len()];
-        let mut orphan = vec![false; set.len()];
-        for i in set.clone() {
-            if shown(i) {
-                continue;
+    fn depth(&self, local: usize) -> usize {
+        usize::from(self.doc.headings()[self.members[local]].level - self.shallowest)
+    }
+
+    /// The outline with the `shown` members as lines; every run of hidden members with the
+    /// same nearest shown ancestor becomes one line: `+N subsections` right under that
+    /// ancestor when none of its members is shown, else `+N more sections`.
+    fn render(&self, shown: &[bool]) -> Outline {
+        let headings = self.doc.headings();
+        let holder = |mut local: usize| -> Option<usize> {
+            while let Some(p) = self.parent[local] {
+                if shown[p] {
+                    return Some(p);
+                }
+                local = p;
             }
-            let mut ancestor = headings[i].parent.filter(|p| set.contains(p));
-            while let Some(a) = ancestor.filter(|&a| !shown(a)) {
-                ancestor = headings[a].parent.filter(|p| set.contains(p));
-            }
-            match ancestor {
-                Some(a) => hidden_under[a - set.start] += 1,
-                None => orphan[i - set.start] = true,
-            }
-        }
+            None
+        };
+        let any_shown = shown.iter().any(|&s| s);
         let mut outline = Outline::default();
-        // Hidden headings with no shown ancestor: one line where the next shown one starts.
-        let mut pending_orphans = 0;
-        for i in set.clone() {
-            let local = i - set.start;
-            if orphan[local] {
-                pending_orphans += 1;
-            }
-            if !shown(i) {
+        // The pending run: its holder and how many headings it stands for.
+        let mut run: Option<(Option<usize>, usize)> = None;
+        let flush = |outline: &mut Outline, run: &mut Option<(Option<usize>, usize)>| {
+            let Some((holder, count)) = run.take() else {
+                return;
+            };
+            let depth = holder.map_or(0, |h| self.depth(h) + 1);
+            let right_under_holder = match (holder, outline.entries.last()) {
+                (Some(h), Some(OutlineEntry::Heading { index, .. })) => *index == self.members[h],
+                (None, None) => any_shown,
+                _ => false,
+            };
+            outline.entries.push(if right_under_holder {
+                OutlineEntry::Collapsed { depth, count }
+            } else {
+                OutlineEntry::More { depth, count }
+            });
+            outline.omitted += count;
+        };
+        for (local, &i) in self.members.iter().enumerate() {
+            if !shown[local] {
+                let h = holder(local);
+                match &mut run {
+                    Some((holder, count)) if *holder == h => *count += 1,
+                    _ => {
+                        flush(&mut outline, &mut run);
+                        run = Some((h, 1));
+                    }
+                }
                 continue;
             }
-            push_collapsed(&mut outline, 0, std::mem::take(&mut pending_orphans));
-            let h = &headings[i];
-            let depth = usize::from(h.level - shallowest);
+            flush(&mut outline, &mut run);
+            let heading = &headings[i];
             outline.entries.push(OutlineEntry::Heading {
-                depth,
+                depth: self.depth(local),
                 index: i,
-                text: h.text.clone(),
-                anchor: h.anchor.clone(),
-                tokens: estimate_tokens(self.section_text(h)),
+                text: heading.text.clone(),
+                anchor: heading.anchor.clone(),
+                by_name: self.doc.found_by_text(heading),
+                tokens: estimate_tokens(self.doc.section_text(heading)),
             });
-            push_collapsed(&mut outline, depth + 1, hidden_under[local]);
         }
-        push_collapsed(&mut outline, 0, pending_orphans);
+        flush(&mut outline, &mut run);
         outline
     }
-}
-
-fn push_collapsed(outline: &mut Outline, depth: usize, count: usize) {
-    if count > 0 {
-        outline
-            .entries
-            .push(OutlineEntry::Collapsed { depth, count });
-        outline.omitted += count;
-    }
-}
-
-fn rendered_len(entry: &OutlineEntry, buffer: &mut String) -> usize {
-    buffer.clear();
-    // Writing to a String cannot fail.
-    let _ = writeln!(buffer, "{entry}");
-    buffer.len()
 }
 
 fn fits(entries: &[OutlineEntry], options: &OutlineOptions) -> bool {
+    if entries.len() > options.max_lines {
+        return false;
+    }
     let mut buffer = String::new();
-    entries.len() <= options.max_lines
-        && entries
-            .iter()
-            .map(|e| rendered_len(e, &mut buffer))
-            .sum::<usize>()
-            <= options.max_bytes
-}
-
-/// Keeps the longest prefix of `outline` that fits together with a `+N more sections` line.
-fn truncate(outline: Outline, options: &OutlineOptions) -> Outline {
-    let total_headings = outline.entries.iter().map(headings_in).sum::<usize>();
-    let mut buffer = String::new();
-    let mut kept: Vec<OutlineEntry> = Vec::new();
-    let mut bytes = 0;
-    let mut kept_headings = 0;
-    for entry in outline.entries {
-        let len = rendered_len(&entry, &mut buffer);
-        let rest = total_headings - kept_headings - headings_in(&entry);
-        let more = OutlineEntry::More { count: rest };
-        let reserve_lines = usize::from(rest > 0);
-        let reserve_bytes = if rest > 0 {
-            rendered_len(&more, &mut buffer)
-        } else {
-            0
-        };
-        if kept.len() + 1 + reserve_lines > options.max_lines
-            || bytes + len + reserve_bytes > options.max_bytes
-        {
-            break;
+    for entry in entries {
+        // Writing to a String cannot fail.
+        let _ = writeln!(buffer, "{entry}");
+        if buffer.len() > options.max_bytes {
+            return false;
         }
-        bytes += len;
-        kept_headings += headings_in(&entry);
-        kept.push(entry);
     }
-    let rest = total_headings - kept_headings;
-    let lines_of_their_own = kept
-        .iter()
-        .filter(|e| matches!(e, OutlineEntry::Heading { .. }))
-        .count();
-    let mut result = Outline {
-        omitted: total_headings - lines_of_their_own,
-        entries: kept,
-    };
-    let more = OutlineEntry::More { count: rest };
-    if rest > 0
-        && result.entries.len() < options.max_lines
-        && bytes + rendered_len(&more, &mut buffer) <= options.max_bytes
-    {
-        result.entries.push(more);
-    }
-    result
-}
-
-/// How many headings one line stands for.
-fn headings_in(entry: &OutlineEntry) -> usize {
-    match entry {
-        OutlineEntry::Heading { .. } => 1,
-        OutlineEntry::Collapsed { count, .. } | OutlineEntry::More { count } => *count,
-    }
+    true
 }
 
 #[cfg(test)]
@@ -336,19 +408,44 @@ mod tests {
             max_bytes: 2048,
         });
         let text = outline.to_string();
-        // Top, then each chapter with its 20 collapsed subsections.
-        assert_eq!(outline.entries.len(), 7, "{text}");
-        assert!(text.contains("  - One (#one, ~"), "{text}");
-        assert!(text.contains("\n    +40 subsections\n"), "{text}");
-        assert_eq!(outline.omitted, 120);
+        // Top and each chapter with its 40 collapsed subsections take 7 lines; of level 3,
+        // the first detail fits (with its own collapsed fine print), the rest are counted.
+        let shape: Vec<String> = text
+            .lines()
+            .map(|l| l.split(" (").next().unwrap_or(l).to_string())
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                "- Top",
+                "  - One",
+                "    - Detail",
+                "      +3 subsections",
+                "    +36 more sections",
+                "  - Two",
+                "    +40 subsections",
+                "  - Three",
+                "    +40 subsections",
+            ],
+            "{text}"
+        );
+        assert_eq!(outline.omitted, 119);
         // Room for level 3 but not level 4: level 4 collapses under each level-3 heading.
         let outline = doc.outline(&OutlineOptions {
             max_lines: 70,
             max_bytes: 100_000,
         });
-        assert!(outline.to_string().contains("\n      +3 subsections\n"));
-        assert_eq!(outline.entries.len(), 64);
-        assert_eq!(outline.omitted, 90);
+        // All of level 3 takes 64 lines; the 6 left show the first level-4 headings in
+        // document order (a detail shown whole loses its `+3 subsections` line).
+        let text = outline.to_string();
+        assert!(text.contains("\n      +3 subsections\n"), "{text}");
+        assert_eq!(outline.entries.len(), 70, "{text}");
+        assert!(
+            text.contains("\n      - Fine print (#fine-print-8, ~"),
+            "{text}"
+        );
+        assert!(!text.contains("#fine-print-9"), "{text}");
+        assert_eq!(outline.omitted, 90 - 9);
     }
 
     #[test]
@@ -386,7 +483,7 @@ mod tests {
     fn orphans_deeper_than_the_cutoff_before_any_shown_heading() {
         let doc = doc_with(&[(3, "Early"), (1, "Top"), (2, "Sub"), (3, "X"), (3, "Y")]);
         let outline = doc.outline(&OutlineOptions {
-            max_lines: 4,
+            max_lines: 3,
             max_bytes: 2048,
         });
         assert_eq!(
@@ -394,16 +491,31 @@ mod tests {
             OutlineEntry::Collapsed { depth: 0, count: 1 }
         );
         assert_eq!(
+            outline.entries[2],
+            OutlineEntry::Collapsed { depth: 1, count: 3 }
+        );
+        assert_eq!(outline.omitted, 4);
+        // Four lines: the first level-3 heading (the orphan) fits as a line of its own.
+        let outline = doc.outline(&OutlineOptions {
+            max_lines: 4,
+            max_bytes: 2048,
+        });
+        let shown: Vec<_> = outline
+            .entries
+            .iter()
+            .filter_map(OutlineEntry::fragment)
+            .collect();
+        assert_eq!(shown, ["early", "top", "sub"]);
+        assert_eq!(
             outline.entries[3],
             OutlineEntry::Collapsed { depth: 2, count: 2 }
         );
-        assert_eq!(outline.omitted, 3);
-        // Two lines: the orphan line, then everything else as `+4 more sections`.
+        // One line: everything counted.
         let outline = doc.outline(&OutlineOptions {
-            max_lines: 2,
+            max_lines: 1,
             max_bytes: 2048,
         });
-        assert_eq!(outline.to_string(), "+1 subsection\n+4 more sections\n");
+        assert_eq!(outline.to_string(), "+5 more sections\n");
         assert_eq!(outline.omitted, 5);
     }
 
@@ -426,10 +538,11 @@ mod tests {
 
     #[test]
     fn heading_without_anchor_and_empty_document() {
-        let doc = Document::parse("# ?!\ntext\n");
+        // An anchorless heading is named by its text, unless a namesake comes first.
+        let doc = Document::parse("# ?!\ntext\n# ?!\n");
         assert_eq!(
             doc.outline(&OutlineOptions::default()).to_string(),
-            "- ?! (~3 tok)\n"
+            "- ?! (#?!, ~3 tok)\n- ?! (~2 tok)\n"
         );
         assert_eq!(
             Document::parse("").outline(&OutlineOptions::default()),

@@ -168,3 +168,80 @@ fn sections_and_outlines_of_the_largest_file() {
         fs.opening_paragraph(400)
     );
 }
+
+/// How many headings an outline names by a fragment that fetches exactly that heading;
+/// panics on a fragment that fetches another.
+fn fetchable_in(doc: &Document<String>, outline: &markdown_slice::Outline) -> usize {
+    outline
+        .entries
+        .iter()
+        .filter(|entry| match entry {
+            markdown_slice::OutlineEntry::Heading { index, .. } => {
+                entry.fragment().is_some_and(|fragment| {
+                    assert_eq!(doc.find_anchor(fragment).unwrap(), &doc.headings()[*index]);
+                    true
+                })
+            }
+            _ => false,
+        })
+        .count()
+}
+
+#[test]
+fn every_outline_names_at_least_ten_fetchable_anchors_within_its_bound() {
+    let options = markdown_slice::OutlineOptions::default();
+    for (path, doc) in &load() {
+        let sections = doc.headings().iter().filter(|h| !h.nested).count();
+        let outline = doc.outline(&options);
+        let rendered = outline.to_string();
+        assert!(
+            outline.entries.len() <= options.max_lines && rendered.len() <= options.max_bytes,
+            "{path}: {} lines, {} bytes",
+            outline.entries.len(),
+            rendered.len()
+        );
+        let named = fetchable_in(doc, &outline);
+        assert!(
+            named >= sections.min(10),
+            "{path}: {named} of {sections}\n{rendered}"
+        );
+        // Every section's own outline, too (what `fetch url#big-section` shows).
+        for heading in doc.headings() {
+            let outline = doc.section_outline(heading, &options);
+            let rendered = outline.to_string();
+            assert!(
+                rendered.len() <= options.max_bytes,
+                "{path}#{:?}",
+                heading.anchor
+            );
+            let below = doc.section_outline(
+                heading,
+                &markdown_slice::OutlineOptions {
+                    max_lines: usize::MAX,
+                    max_bytes: usize::MAX,
+                },
+            );
+            let named = fetchable_in(doc, &outline);
+            assert!(
+                named >= below.entries.len().min(10),
+                "{path}#{:?}: {named}\n{rendered}",
+                heading.anchor
+            );
+        }
+    }
+}
+
+#[test]
+fn the_preamble_and_top_level_sections_reassemble_every_file() {
+    for (path, doc) in &load() {
+        let mut assembled = doc.preamble().to_string();
+        for h in doc
+            .headings()
+            .iter()
+            .filter(|h| h.parent.is_none() && !h.nested)
+        {
+            assembled.push_str(doc.section_text(h));
+        }
+        assert!(assembled == doc.body(), "{path}");
+    }
+}

@@ -130,21 +130,36 @@ fn check(text: &str) {
         let section = doc.section_text(h);
         assert_eq!(section, &source[h.section.clone()]);
         assert!(section.starts_with(&source[h.line.clone()]));
-        // Sections nest: a later one is inside or after an earlier one.
+        // Sections nest: a later one is inside or after an earlier one. Among top-level
+        // headings, inside means of a deeper level; a nested heading is always inside the
+        // top-level section around it and never holds a top-level heading.
         for earlier in &headings[..i] {
             let inside =
                 earlier.section.start <= h.section.start && h.section.end <= earlier.section.end;
             let after = earlier.section.end <= h.section.start;
             assert!(inside || after, "{earlier:?} vs {h:?}");
-            assert_eq!(
-                inside,
-                earlier.level < h.level && earlier.section.end > h.section.start
-            );
+            if !earlier.nested && !h.nested {
+                assert_eq!(
+                    inside,
+                    earlier.level < h.level && earlier.section.end > h.section.start
+                );
+            }
+            if earlier.nested && !h.nested {
+                assert!(after, "{earlier:?} holds top-level {h:?}");
+            }
         }
+        // The parent is the innermost section holding the heading's line.
+        let mut holders = headings[..i]
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.section.start <= h.line.start && h.line.start < e.section.end);
+        assert_eq!(h.parent, holders.next_back().map(|(p, _)| p), "{h:?}");
         if let Some(p) = h.parent {
             let parent = &headings[p];
-            assert!(p < i && parent.level < h.level);
             assert!(parent.section.start <= h.section.start && h.section.end <= parent.section.end);
+            if !h.nested {
+                assert!(!parent.nested && parent.level < h.level);
+            }
         }
         if let Some(anchor) = &h.anchor {
             assert!(anchors.insert(anchor.clone()), "duplicate anchor {anchor}");
@@ -157,7 +172,7 @@ fn check(text: &str) {
     }
     // The preamble and the top-level sections re-assemble the body byte for byte.
     let mut assembled = doc.preamble().to_string();
-    for h in headings.iter().filter(|h| h.parent.is_none()) {
+    for h in headings.iter().filter(|h| h.parent.is_none() && !h.nested) {
         assembled.push_str(doc.section_text(h));
     }
     assert_eq!(assembled, &source[body.clone()]);
@@ -182,12 +197,19 @@ fn check(text: &str) {
         let outline = doc.outline(&options);
         let rendered = outline.to_string();
         assert!(outline.entries.len() <= options.max_lines && rendered.len() <= options.max_bytes);
-        let shown = outline
-            .entries
-            .iter()
-            .filter(|e| matches!(e, OutlineEntry::Heading { .. }))
-            .count();
-        assert_eq!(shown + outline.omitted, headings.len());
+        let sections = headings.iter().filter(|h| !h.nested).count();
+        let mut shown = 0;
+        for entry in &outline.entries {
+            let OutlineEntry::Heading { index, .. } = entry else {
+                continue;
+            };
+            shown += 1;
+            // Every name the outline offers fetches the heading it stands for.
+            if let Some(fragment) = entry.fragment() {
+                assert_eq!(doc.find_anchor(fragment).unwrap(), &headings[*index]);
+            }
+        }
+        assert_eq!(shown + outline.omitted, sections);
     }
     for h in headings {
         let outline = doc.section_outline(h, &OutlineOptions::default());

@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         assert!(source.get(heading.line.clone()).is_some());
         let _ = estimate_tokens(section);
         let _ = doc.section_outline(heading, &small).to_string();
-        if heading.parent.is_none() {
+        if heading.parent.is_none() && !heading.nested {
             assembled += section.len();
         }
         if let Some(anchor) = &heading.anchor {

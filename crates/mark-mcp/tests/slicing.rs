@@ -1,0 +1,111 @@
+//! The slicing rules as an agent meets them, over the real binary (issue #14, items 1–5):
+//! outlines name usable anchors, heading text finds the right section, nested headings
+//! cut nothing, a rule at the top is not frontmatter, emoji headings are reachable.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use serde_json::json;
+use std::process::{Command, Stdio};
+use support::{Mcp, bin};
+
+/// A folder holding `files`, for `--root`.
+fn folder(files: &[(&str, String)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    dir
+}
+
+/// `mark-mcp --root DIR fetch URL`: stdout and whether it exited 0.
+fn fetch(dir: &tempfile::TempDir, url: &str) -> (String, bool) {
+    let root = dir.path().display().to_string();
+    let out = Command::new(bin())
+        .args(["--root", &root, "fetch", url])
+        .env_remove("MARK_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (String::from_utf8(out.stdout).unwrap(), out.status.success())
+}
+
+fn big_document() -> String {
+    let mut text = String::from("# Big\n\nIntro.\n\n");
+    for i in 1..=60 {
+        text.push_str(&format!("## Sec {i}\n\n{}\n\n", "Body text. ".repeat(35)));
+    }
+    text
+}
+
+#[test]
+fn the_outline_of_a_titled_document_names_its_sections() {
+    let dir = folder(&[("big.md", big_document())]);
+    let (out, ok) = fetch(&dir, "/big.md");
+    assert!(ok, "{out}");
+    assert!(out.contains("\n  - Sec 1 (#sec-1, ~"), "{out}");
+    let anchors = out.matches("(#sec-").count();
+    assert!(anchors >= 10, "{anchors}: {out}");
+    assert!(out.contains("more sections"), "{out}");
+    let (section, ok) = fetch(&dir, "/big.md#sec-9");
+    assert!(ok && section.contains("## Sec 9\n"), "{section}");
+}
+
+#[test]
+fn raw_heading_text_fetches_the_heading_with_that_text() {
+    let text = "# G\n\n## Setup\n\none\n\n## Setup\n\ntwo\n\n## Setup 1\n\nthree\n".to_string();
+    let dir = folder(&[("g.md", text)]);
+    let (out, ok) = fetch(&dir, "/g.md#Setup 1");
+    assert!(ok, "{out}");
+    assert!(out.contains("section: #setup-1-1"), "{out}");
+    assert!(out.ends_with("## Setup 1\n\nthree\n"), "{out}");
+    let (out, _) = fetch(&dir, "/g.md#setup-1");
+    assert!(out.ends_with("## Setup\n\ntwo\n\n"), "{out}");
+}
+
+#[test]
+fn a_heading_in_a_blockquote_does_not_end_its_section() {
+    let text = "# Guide\n\n## Install\n\nFirst.\n\n> ## Warning\n> Careful.\n\nMore install steps.\n\n## Use\n\nuse it\n".to_string();
+    let dir = folder(&[("i.md", text)]);
+    let (out, ok) = fetch(&dir, "/i.md#install");
+    assert!(ok, "{out}");
+    assert!(out.contains("More install steps."), "{out}");
+    assert!(!out.contains("use it"), "{out}");
+    let (out, ok) = fetch(&dir, "/i.md#Warning");
+    assert!(ok && out.ends_with("> ## Warning\n> Careful.\n"), "{out}");
+}
+
+#[test]
+fn a_rule_at_the_top_keeps_the_title() {
+    let text = "---\n\n# Title Under Rule\n\nIntro text.\n\n---\n\n## Later\n\nlater\n".to_string();
+    let dir = folder(&[("r.md", text)]);
+    let (out, ok) = fetch(&dir, "/r.md#title-under-rule");
+    assert!(ok, "{out}");
+    assert!(out.contains("Intro text."), "{out}");
+    let (out, _) = fetch(&dir, "/r.md");
+    assert!(out.contains("title: Title Under Rule"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn emoji_and_punctuation_sections_are_fetched_by_their_text() {
+    let text = "# Launch\n\nintro\n\n## 🚀\n\nlift off\n\n## !!!\n\nloud\n".to_string();
+    let dir = folder(&[("e.md", text)]);
+    let root = dir.path().display().to_string();
+    let mcp = Mcp::start(&["--root", &root]).await;
+    let rocket = mcp
+        .call("mark_fetch", json!({"url": "/e.md#🚀", "mode": "full"}))
+        .await;
+    assert_eq!(rocket.status(), "ok", "{}", rocket.text);
+    assert!(rocket.body().contains("lift off"), "{}", rocket.text);
+    // Another anchorless section in the same session is a delivery of its own.
+    let loud = mcp
+        .call("mark_fetch", json!({"url": "/e.md#!!!", "mode": "full"}))
+        .await;
+    assert_eq!(loud.status(), "ok", "{}", loud.text);
+    assert!(loud.body().contains("loud"), "{}", loud.text);
+    let outline = mcp
+        .call("mark_fetch", json!({"url": "/e.md", "mode": "outline"}))
+        .await;
+    assert!(outline.text.contains("- 🚀 (#🚀, ~"), "{}", outline.text);
+    mcp.stop().await;
+}
