@@ -89,6 +89,26 @@ run_check() {
   fi
 }
 
+# The Claude Desktop bundle: `mcpb validate` on the manifest, `mcpb pack`
+# with this binary (Linux), and the packed file lists server/mark-mcp.
+mcpb_check() {
+  local out bundle ok=0 bad=0
+  bundle="$(mktemp -d)/mark-mcp.mcpb"
+  if out="$("$here/node_modules/.bin/mcpb" validate "$workspace/integrations/claude-desktop/manifest.json" 2>&1)"; then
+    echo "ok   mcpb: validate: $out"; ok=$((ok + 1))
+  else
+    echo "FAIL mcpb: validate: $out"; bad=$((bad + 1))
+  fi
+  if bash "$workspace/integrations/claude-desktop/pack.sh" "$binary" "$bundle" >/dev/null 2>&1 &&
+    python3 -c 'import sys, zipfile; sys.exit("server/mark-mcp" not in zipfile.ZipFile(sys.argv[1]).namelist())' "$bundle"; then
+    echo "ok   mcpb: pack builds a bundle holding server/mark-mcp ($(du -h "$bundle" | cut -f1))"; ok=$((ok + 1))
+  else
+    echo "FAIL mcpb: pack"; bad=$((bad + 1))
+  fi
+  rm -rf "$(dirname "$bundle")"
+  echo "mcpb: $ok passed, $bad failed"
+}
+
 if install_python; then
   run_check "$here/.venv/bin/python" "$here/python_sdk_check.py" "$binary" "$fixture"
 else
@@ -99,6 +119,7 @@ fi
 if install_node; then
   run_check node "$here/inspector_check.mjs" "$binary" "$fixture"
   run_check python3 "$here/claude_code_check.py" "$binary" "$workspace"
+  run_check mcpb_check
 else
   echo "FAIL could not install ${NODE_PACKAGES[*]} into $here/node_modules"
   failed=$((failed + 1))
