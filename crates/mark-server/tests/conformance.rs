@@ -1241,7 +1241,10 @@ async fn a_demarkus_token_file_is_read_and_named_on_stderr() {
             .with_meta("auth", token)
             .with_body("# New\n")
     };
-    assert_status(&send(&client, &server, publish(writer)).await, Status::Created);
+    assert_status(
+        &send(&client, &server, publish(writer)).await,
+        Status::Created,
+    );
     assert_status(
         &send(&client, &server, publish(expired)).await,
         Status::NotPermitted,
