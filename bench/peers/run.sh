@@ -7,7 +7,7 @@
 #   RUNS=1 bench/peers/run.sh     # quicker
 #
 # Installs the pinned peers into bench/peers/node_modules (git-ignored),
-# builds mark-mcp and mark-bench-peers in release, runs, prints one markdown
+# builds mark-mcp and mark-bench in release, runs, prints one markdown
 # table and writes it to bench/peers/RESULTS.md (raw figures as JSON in
 # target/mark-bench-peers.json). Needs node/npm and network access to the
 # npm registry. Not part of CI.
@@ -40,15 +40,15 @@ for pair in "$fs_pkg:$fs_version" "$vault_pkg:$vault_version"; do
     fi
 done
 
-echo "== building mark-mcp and mark-bench-peers (release)" >&2
-(cd "$root" && cargo build --release -p mark-mcp --bin mark-mcp -p mark-bench --bin mark-bench-peers >&2)
+echo "== building mark-mcp and mark-bench (release)" >&2
+(cd "$root" && cargo build --release -p mark-mcp --bin mark-mcp -p mark-bench --bin mark-bench >&2)
 
 table="$(mktemp)"
 trap 'rm -f "$table"' EXIT
 echo "== running ($runs run(s) per row)" >&2
-(cd "$root" && target/release/mark-bench-peers run \
-    --kb fixtures/soul \
-    --questions fixtures/soul/questions.toml \
+(cd "$root" && target/release/mark-bench peers \
+    --kb crates/mark-mcp/soul \
+    --questions crates/mark-mcp/soul/questions.toml \
     --corpus "$corpus" \
     --peers-dir bench/peers \
     --mark-mcp target/release/mark-mcp \

@@ -1,5 +1,5 @@
 // Drives the real mark-mcp binary with the MCP Inspector CLI (pinned in
-// run.sh, run with `npx --no-install`) against fixtures/soul. Every call is
+// run.sh, run with `npx --no-install`) against crates/mark-mcp/soul. Every call is
 // its own session (the Inspector CLI runs one method per process), so there is
 // no dedup check here; the Python check covers that.
 //

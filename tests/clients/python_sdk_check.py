@@ -1,5 +1,5 @@
 """Drives the real mark-mcp binary with the official MCP Python SDK (pinned in
-run.sh) over stdio, in one session, against fixtures/soul.
+run.sh) over stdio, in one session, against crates/mark-mcp/soul.
 
 Usage: python_sdk_check.py MARK_MCP_BINARY FIXTURE_ROOT
 Prints one line per check and a final `python-sdk: N passed, M failed`;

@@ -15,7 +15,7 @@ MCPB_VERSION="2.1.2"
 here="$(cd "$(dirname "$0")" && pwd)"
 workspace="$(cd "$here/../.." && pwd)"
 binary="${MARK_MCP_BIN:-$workspace/target/debug/mark-mcp}"
-fixture="$workspace/fixtures/soul"
+fixture="$workspace/crates/mark-mcp/soul"
 
 for tool in python3 npm npx node; do
   if ! command -v "$tool" >/dev/null 2>&1; then

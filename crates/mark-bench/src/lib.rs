@@ -14,7 +14,7 @@
 //!
 //! This crate is not a mock and not a model: it drives real processes
 //! through rmcp's client. It is not run in CI beyond its own integration
-//! test; `mark-mcp bench orientation` and `bench/peers/run.sh` call it.
+//! test; the `mark-bench` binary (`mark-bench orientation`, `mark-bench peers`) runs it.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), mark_bench::BenchError> {

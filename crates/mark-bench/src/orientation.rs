@@ -26,9 +26,9 @@ const COLD: [Strategy; 4] = [
 /// Options of [`run_orientation`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrientationOptions {
-    /// The knowledge base folder (default `fixtures/soul`).
+    /// The knowledge base folder (default `crates/mark-mcp/soul`).
     pub kb: PathBuf,
-    /// The questions file (default `fixtures/soul/questions.toml`).
+    /// The questions file (default `crates/mark-mcp/soul/questions.toml`).
     pub questions: PathBuf,
     /// How many times every strategy runs; wall time is the median (at least 1).
     pub runs: usize,
@@ -42,8 +42,8 @@ impl Default for OrientationOptions {
     /// The fixture knowledge base, 3 runs, binaries from `PATH`.
     fn default() -> OrientationOptions {
         OrientationOptions {
-            kb: PathBuf::from("fixtures/soul"),
-            questions: PathBuf::from("fixtures/soul/questions.toml"),
+            kb: PathBuf::from("crates/mark-mcp/soul"),
+            questions: PathBuf::from("crates/mark-mcp/soul/questions.toml"),
             runs: 3,
             mark_mcp_bin: PathBuf::from("mark-mcp"),
             mark_server_bin: PathBuf::from("mark-server"),

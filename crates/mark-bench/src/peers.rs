@@ -476,7 +476,7 @@ pub fn render_peers(report: &PeersReport) -> String {
         }
     }
     out.push_str(&format!(
-        "\nQuestions: fixtures/soul, every server on the same files, every question in a fresh session. Section task: `{SECTION_HEADING}` in the Node.js API's fs.md (254 KB); \"whole section\" means its first and last paragraphs came back. {} run(s) per row; wall: median of the time spent in tool calls (process start-up excluded); other figures from the first run; {}. No protocol requests here: every server reads local files.\n",
+        "\nQuestions: crates/mark-mcp/soul, every server on the same files, every question in a fresh session. Section task: `{SECTION_HEADING}` in the Node.js API's fs.md (254 KB); \"whole section\" means its first and last paragraphs came back. {} run(s) per row; wall: median of the time spent in tool calls (process start-up excluded); other figures from the first run; {}. No protocol requests here: every server reads local files.\n",
         report.runs, report.tokenizer
     ));
     out

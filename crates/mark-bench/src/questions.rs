@@ -139,7 +139,8 @@ hub = "/g.md"
 
     #[test]
     fn the_fixture_questions_load() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/soul/questions.toml");
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates/mark-mcp/soul/questions.toml");
         let qs = load_questions(&path).unwrap();
         assert!(qs.len() >= 20);
     }

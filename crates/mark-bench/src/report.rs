@@ -276,7 +276,7 @@ mod tests {
         let report = Report {
             tokenizer: TOKENIZER_NOTE.into(),
             counted: "requests: logged".into(),
-            kb: "fixtures/soul".into(),
+            kb: "crates/mark-mcp/soul".into(),
             runs: 3,
             strategies: vec![
                 row,

@@ -1,5 +1,5 @@
 //! Runs the orientation benchmark for real: `mark-server` imports and serves
-//! fixtures/soul on 127.0.0.1, the real `mark-mcp` binary answers over
+//! crates/mark-mcp/soul on 127.0.0.1, the real `mark-mcp` binary answers over
 //! stdio, once per strategy.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -18,7 +18,7 @@ fn binary(name: &str) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orientation_benchmark_runs_over_the_real_binaries() {
-    let kb = workspace().join("fixtures/soul");
+    let kb = workspace().join("crates/mark-mcp/soul");
     let opts = OrientationOptions {
         questions: kb.join("questions.toml"),
         kb,

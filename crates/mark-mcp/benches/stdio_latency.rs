@@ -1,6 +1,6 @@
 //! End-to-end latency of `mark_fetch` and `mark_explore` through stdio: the
 //! release `mark-mcp` binary (built by `cargo bench`) started with `--host`
-//! at a real `mark-server` holding `fixtures/soul` as a versioned store, and
+//! at a real `mark-server` holding `crates/mark-mcp/soul` as a versioned store, and
 //! driven by mark-bench's rmcp client session. Beside it, in the same run,
 //! the baselines that show what stdio and MCP add: a bare `mark-client`
 //! FETCH of the same document over the same loopback QUIC, and an MCP tool
@@ -248,7 +248,7 @@ fn main() {
     } else {
         (3, 5)
     };
-    let kb = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/soul");
+    let kb = Path::new(env!("CARGO_MANIFEST_DIR")).join("soul");
     let store = import_store(&kb).unwrap();
     let server = MarkServerProcess::start::<&str>(store.path(), &[]).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();

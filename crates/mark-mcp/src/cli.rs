@@ -97,8 +97,7 @@ pub struct Cli {
     /// File holding the auth token (else the MARK_TOKEN environment variable; '' for none).
     #[arg(long, global = true, value_name = "FILE", value_parser = clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from))]
     pub token_file: Option<PathBuf>,
-    /// Print a verb's result as a JSON object (before the verb: `bench
-    /// orientation` has its own `--json FILE`).
+    /// Print a verb's result as a JSON object (before the verb).
     #[arg(long)]
     pub json: bool,
     /// One call to run; none serves MCP over stdio.
@@ -127,12 +126,6 @@ pub enum Verb {
     Archive(ArchiveParams),
     /// Read a document as a person: a URL, a /path of the source, or a file.
     Open(OpenArgs),
-    /// Benchmarks over the real binaries (needs no --root or --host).
-    Bench {
-        /// Which benchmark.
-        #[command(subcommand)]
-        bench: BenchCommand,
-    },
     /// Claude Code hooks (see integrations/claude-code).
     Hook {
         /// Which hook.
@@ -150,8 +143,9 @@ pub enum Verb {
     /// result sizes, unchanged answers, markdown read around mark-mcp
     /// (--root DIR: only reads under it).
     Usage(UsageArgs),
-    /// Run the orientation scenario once on the bundled knowledge base
-    /// (fixtures/soul) over a real mark-server, and print the table.
+    /// Serve the bundled knowledge base over QUIC on 127.0.0.1 inside this
+    /// process and run a short orientation through an MCP client (needs no
+    /// --root or --host, and no files beside the binary).
     Demo,
 }
 
@@ -172,31 +166,6 @@ pub enum SourceChoice {
     Folder(PathBuf),
     /// A Mark server, `mark://HOST[:PORT]`.
     Server(String),
-}
-
-/// The benchmarks of `bench`.
-#[derive(Debug, Subcommand)]
-pub enum BenchCommand {
-    /// Scripted agents answer the knowledge base's questions with each
-    /// strategy; prints a markdown table of calls, tokens and requests.
-    Orientation(OrientationArgs),
-}
-
-/// Arguments of `bench orientation`.
-#[derive(Debug, clap::Args)]
-pub struct OrientationArgs {
-    /// The knowledge base folder (default: the bundled fixtures/soul).
-    #[arg(long)]
-    pub kb: Option<PathBuf>,
-    /// The questions file (default: questions.toml in the knowledge base).
-    #[arg(long)]
-    pub questions: Option<PathBuf>,
-    /// Runs per strategy; wall time is the median.
-    #[arg(long, default_value_t = 3)]
-    pub runs: usize,
-    /// Also write the raw figures as JSON to this file.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
 }
 
 /// Arguments of `open`.
@@ -321,8 +290,8 @@ pub async fn run(session: &Session, verb: Verb, write: bool) -> ToolText {
             hook: HookCommand::SessionStart,
         } => crate::hook::session_start(session, &crate::hook::stdin_event(), now).await,
         // They start their own server: `main` runs them before any source.
-        Verb::Bench { .. } | Verb::Demo | Verb::Tools { .. } | Verb::Usage(_) => ToolText::error(
-            "bench, demo, tools and usage need no source; run them as `mark-mcp bench orientation`, `mark-mcp demo`, `mark-mcp tools` or `mark-mcp usage`.",
+        Verb::Demo | Verb::Tools { .. } | Verb::Usage(_) => ToolText::error(
+            "demo, tools and usage need no source; run them as `mark-mcp demo`, `mark-mcp tools` or `mark-mcp usage`.",
         ),
     }
 }

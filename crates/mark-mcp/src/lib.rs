@@ -17,12 +17,12 @@
 //! It is not a markdown parser (that is `markdown-slice`) nor a protocol
 //! implementation (that is `mark-proto`, `mark-client`, `mark-store`).
 
-pub mod bench;
 pub mod bound;
 pub mod cache;
 pub mod cli;
 pub mod crawl;
 pub mod dedup;
+pub mod demo;
 pub mod envelope;
 pub mod explore;
 pub mod fetch;

@@ -1,8 +1,8 @@
 //! The `mark-mcp` binary: MCP over stdio, or one CLI verb.
 
 use clap::Parser;
-use mark_mcp::bench;
-use mark_mcp::cli::{self, BenchCommand, Cli, Verb};
+use mark_mcp::cli::{self, Cli, Verb};
+use mark_mcp::demo;
 use mark_mcp::server::MarkServer;
 use mark_mcp::session::Session;
 use mark_mcp::sources;
@@ -50,12 +50,9 @@ fn main() -> ExitCode {
 }
 
 async fn run(mut cli: Cli) -> ExitCode {
-    // The benchmarks start their own server and sessions: no source here.
+    // These need no source (the demo starts its own server and session).
     match &cli.verb {
-        Some(Verb::Bench {
-            bench: BenchCommand::Orientation(args),
-        }) => return bench::orientation(args).await,
-        Some(Verb::Demo) => return bench::demo().await,
+        Some(Verb::Demo) => return demo::demo().await,
         Some(Verb::Tools { json }) => {
             let cards = MarkServer::tool_cards();
             if *json || cli.json {

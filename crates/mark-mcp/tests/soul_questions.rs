@@ -1,4 +1,4 @@
-//! Checks the orientation benchmark's fixture knowledge base (`fixtures/soul`) against its
+//! Checks the orientation benchmark's fixture knowledge base (`crates/mark-mcp/soul`) against its
 //! own promises: every question's facts sit in the section it names, that section is the
 //! smallest one holding them, every internal link and anchor resolves, and the fixture has
 //! the size and shape the benchmark relies on. Parsing is markdown-slice's, the same the
@@ -41,7 +41,7 @@ struct Question {
 }
 
 fn kb_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/soul")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("soul")
 }
 
 /// Every markdown document of the knowledge base, keyed by its path from the root

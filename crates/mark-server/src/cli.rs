@@ -1,9 +1,8 @@
 //! Command line: serving (the default), `import` and `token generate`.
 
-use crate::listener::{self, Handler, Limits};
-use crate::tls::ServerIdentity;
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
+use mark_server::{Handler, Limits, ServerIdentity};
 use mark_store::{Engine, Op, RootKind, StoreMode, TokenStore};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -247,8 +246,6 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_connections: args.max_connections,
         max_streams: args.max_streams,
     };
-    let mut server_config = quinn::ServerConfig::with_crypto(Arc::new(identity.quic_config()?));
-    server_config.transport_config(Arc::new(listener::transport_config(&limits)));
     let unpaged_list = args.unpaged_list;
     let handler: Handler = Arc::new(move |request, now| {
         if unpaged_list && request.verb == mark_proto::Verb::List {
@@ -262,8 +259,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        let endpoint = quinn::Endpoint::server(server_config, args.listen)
-            .with_context(|| format!("listening on {}", args.listen))?;
+        let endpoint = mark_server::endpoint(args.listen, identity, &limits)?;
         let addr = endpoint.local_addr().context("reading the bound address")?;
         let shutdown = shutdown_signal()?;
         tracing::info!(root = %root.display(), "serving on {addr}, certificate {fingerprint}");
@@ -271,7 +267,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         writeln!(out, "listening {addr} fingerprint {fingerprint}")?;
         out.flush()?;
         drop(out);
-        listener::serve(endpoint, handler, limits, shutdown).await;
+        mark_server::serve(endpoint, handler, limits, shutdown).await;
         Ok(())
     })
 }

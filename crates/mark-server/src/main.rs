@@ -1,11 +1,11 @@
 //! `mark-server`: a Mark Protocol server over QUIC, the thin binary face of
 //! `mark-store`.
 //!
-//! It loads or makes a certificate, listens with quinn (rustls with the ring
-//! provider, TLS 1.3 only, ALPN `mark`), reads one request per bidirectional
-//! stream within size and time limits, hands it to
-//! [`mark_store::Engine::handle`] on the blocking pool, and writes the
-//! response back. It also wraps two store functions as subcommands:
+//! It loads or makes a certificate and serves with the crate's library (the
+//! listener: quinn, rustls with the ring provider, TLS 1.3 only, ALPN
+//! `mark`; one request per bidirectional stream within size and time
+//! limits, answered by [`mark_store::Engine::handle`] on the blocking pool).
+//! It also wraps two store functions as subcommands:
 //! `import` (a folder of markdown to a versioned store) and `token generate`.
 //! It holds no store logic of its own: paths, versions, LOOKUP and auth are
 //! all mark-store's.
@@ -21,8 +21,6 @@
 //! See the crate README for every flag and the token flow.
 
 mod cli;
-mod listener;
-mod tls;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -53,6 +53,11 @@
 //! # Ok::<(), markdown_slice::AnchorMiss>(())
 //! ```
 
+// The README's examples run as doc tests, so the crates.io page stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod document;
 mod find;
 mod frontmatter;

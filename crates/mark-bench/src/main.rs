@@ -1,17 +1,20 @@
-//! `mark-bench-peers`: the side-by-side of mark-mcp and peer MCP servers
-//! (run by `bench/peers/run.sh`), and a probe that lists any stdio MCP server's tools through
-//! the same rmcp client harness. The orientation benchmark over a real
-//! mark-server is `mark-mcp bench orientation`.
+//! `mark-bench`: the orientation benchmark over the real `mark-mcp` and
+//! `mark-server` binaries (`orientation`), the side-by-side of mark-mcp and
+//! peer MCP servers (`peers`, run by `bench/peers/run.sh`), and a probe that
+//! lists any stdio MCP server's tools through the same rmcp client harness
+//! (`tools`). Built from the workspace only (`publish = false`): the
+//! product binaries link none of it.
 
 use clap::{Parser, Subcommand};
 use mark_bench::peers::{PeersOptions, render_peers, run_peers};
-use mark_bench::{McpSession, ServerCommand};
+use mark_bench::{McpSession, OrientationOptions, ServerCommand, render_table, run_orientation};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Side-by-side benchmark of mark-mcp and peer MCP servers.
+/// Benchmarks of mark-mcp: orientation over a real mark-server, and side by
+/// side with peer MCP servers.
 #[derive(Debug, Parser)]
-#[command(name = "mark-bench-peers", version, about)]
+#[command(name = "mark-bench", version, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -19,14 +22,37 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the questions and the single-section task on every server; print
-    /// one markdown table.
-    Run {
+    /// Scripted agents answer the knowledge base's questions with each
+    /// strategy over the real binaries; prints a markdown table of calls,
+    /// tokens and requests.
+    Orientation {
         /// The knowledge base folder.
-        #[arg(long, default_value = "fixtures/soul")]
+        #[arg(long, default_value = "crates/mark-mcp/soul")]
+        kb: PathBuf,
+        /// The questions file (default: questions.toml in the knowledge base).
+        #[arg(long)]
+        questions: Option<PathBuf>,
+        /// The mark-mcp executable (default: the workspace's, built when missing).
+        #[arg(long)]
+        mark_mcp: Option<PathBuf>,
+        /// The mark-server executable (default: the workspace's, built when missing).
+        #[arg(long)]
+        mark_server: Option<PathBuf>,
+        /// Runs per strategy; wall time is the median.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Also write the raw figures as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Run the questions and the single-section task on mark-mcp and every
+    /// peer server; print one markdown table.
+    Peers {
+        /// The knowledge base folder.
+        #[arg(long, default_value = "crates/mark-mcp/soul")]
         kb: PathBuf,
         /// The questions file.
-        #[arg(long, default_value = "fixtures/soul/questions.toml")]
+        #[arg(long, default_value = "crates/mark-mcp/soul/questions.toml")]
         questions: PathBuf,
         /// The Node.js API corpus (fs.md is read from it).
         #[arg(
@@ -68,7 +94,46 @@ enum Command {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Run {
+        Command::Orientation {
+            kb,
+            questions,
+            mark_mcp,
+            mark_server,
+            runs,
+            json,
+        } => {
+            let binary = |given: Option<PathBuf>, name: &str| match given {
+                Some(path) => Ok(path),
+                None => mark_testkit::workspace_binary(name).map_err(|e| e.to_string()),
+            };
+            let (mark_mcp_bin, mark_server_bin) = match (
+                binary(mark_mcp, "mark-mcp"),
+                binary(mark_server, "mark-server"),
+            ) {
+                (Ok(a), Ok(b)) => (a, b),
+                (Err(e), _) | (_, Err(e)) => {
+                    eprintln!("mark-bench: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let opts = OrientationOptions {
+                questions: questions.unwrap_or_else(|| kb.join("questions.toml")),
+                kb,
+                runs: runs.max(1),
+                mark_mcp_bin,
+                mark_server_bin,
+            };
+            let report = match run_orientation(opts).await {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("mark-bench: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            print!("{}", render_table(&report));
+            write_json(json, &report)
+        }
+        Command::Peers {
             kb,
             questions,
             corpus,
@@ -89,7 +154,7 @@ async fn main() -> ExitCode {
             let report = match run_peers(opts).await {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("mark-bench-peers: {e}");
+                    eprintln!("mark-bench: {e}");
                     return ExitCode::FAILURE;
                 }
             };
@@ -98,21 +163,21 @@ async fn main() -> ExitCode {
             if let Some(path) = out
                 && let Err(e) = std::fs::write(&path, markdown)
             {
-                eprintln!("mark-bench-peers: could not write {}: {e}", path.display());
+                eprintln!("mark-bench: could not write {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
             write_json(json, &report)
         }
         Command::Tools { call, args, server } => {
             let Some((program, rest)) = server.split_first() else {
-                eprintln!("mark-bench-peers: give the server command after --");
+                eprintln!("mark-bench: give the server command after --");
                 return ExitCode::FAILURE;
             };
             let mut session =
                 match McpSession::start(&ServerCommand::new(program, rest.iter().cloned())).await {
                     Ok(s) => s,
                     Err(e) => {
-                        eprintln!("mark-bench-peers: {e}");
+                        eprintln!("mark-bench: {e}");
                         return ExitCode::FAILURE;
                     }
                 };
@@ -126,12 +191,12 @@ async fn main() -> ExitCode {
                             c.tokens, c.bytes, c.is_error, c.text
                         ),
                         Err(e) => {
-                            eprintln!("mark-bench-peers: {e}");
+                            eprintln!("mark-bench: {e}");
                             code = ExitCode::FAILURE;
                         }
                     },
                     Err(e) => {
-                        eprintln!("mark-bench-peers: --args is not JSON: {e}");
+                        eprintln!("mark-bench: --args is not JSON: {e}");
                         code = ExitCode::FAILURE;
                     }
                 }
@@ -153,7 +218,7 @@ fn write_json(path: Option<PathBuf>, value: &impl serde::Serialize) -> ExitCode 
     match written {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("mark-bench-peers: could not write {}: {e}", path.display());
+            eprintln!("mark-bench: could not write {}: {e}", path.display());
             ExitCode::FAILURE
         }
     }
