@@ -14,28 +14,12 @@ pub fn body(text: &str) -> &str {
     text.split_once("\n\n").map_or("", |(_, b)| b)
 }
 
-/// Removes the table writer's backslash escapes (`station\_id` → `station_id`).
-fn unescape(cell: &str) -> String {
-    let mut out = String::with_capacity(cell.len());
-    let mut chars = cell.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            if let Some(next) = chars.next() {
-                out.push(next);
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// One row of a LOOKUP table.
+/// One row of a `mark_lookup` result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LookupHit {
     /// `/path.md` or `/path.md#anchor`.
     pub url: String,
-    /// The title cell.
+    /// The heading trail (`Doc › Heading`).
     pub title: String,
 }
 
@@ -46,38 +30,21 @@ impl LookupHit {
     }
 }
 
-/// The rows of a LOOKUP table in a `mark_lookup` result, in rank order.
+/// The rows of a `mark_lookup` result (`url · Doc › Heading · snippet`),
+/// in rank order.
 pub fn lookup_hits(text: &str) -> Vec<LookupHit> {
     body(text)
         .lines()
-        .filter(|l| l.starts_with("| /"))
+        .filter(|l| l.starts_with('/'))
         .filter_map(|l| {
-            let cells: Vec<&str> = split_cells(l);
-            let url = unescape(cells.first()?.trim());
-            let title = unescape(cells.get(2).map_or("", |c| c.trim()));
-            Some(LookupHit { url, title })
+            let (url, rest) = l.split_once(" · ")?;
+            let title = rest.split(" · ").next().unwrap_or(rest);
+            Some(LookupHit {
+                url: url.to_string(),
+                title: title.to_string(),
+            })
         })
         .collect()
-}
-
-/// Splits a table row at `|` not escaped by a backslash.
-fn split_cells(row: &str) -> Vec<&str> {
-    let inner = row.trim().trim_start_matches('|').trim_end_matches('|');
-    let mut cells = Vec::new();
-    let mut start = 0;
-    let mut escaped = false;
-    for (i, c) in inner.char_indices() {
-        match c {
-            '\\' if !escaped => escaped = true,
-            '|' if !escaped => {
-                cells.push(&inner[start..i]);
-                start = i + 1;
-            }
-            _ => escaped = false,
-        }
-    }
-    cells.push(&inner[start..]);
-    cells
 }
 
 /// One entry of an outline: `- text (#anchor, ~N tok)`.
@@ -194,17 +161,18 @@ pub fn card_links(section: &str) -> Vec<CardLink> {
 mod tests {
     use super::*;
 
-    const LOOKUP: &str = "status: ok\nmatches: 2\n\n| Path | Importance | Title | Tags |\n|---|---|---|---|\n| /shared/glossary.md#station\\_id | 0.90 | Glossary › station\\_id | glossary |\n| /a.md | 0.50 | A \\| B | x |\n";
+    const LOOKUP: &str = "status: ok\nmatches: 2 of 7\n\n/shared/glossary.md#station_id · Glossary › station_id (0.90) [glossary] · The id · of a station\n/a.md · A | B (0.50)\n";
 
     #[test]
     fn envelope_and_lookup_rows() {
-        assert_eq!(field(LOOKUP, "matches"), Some("2"));
+        assert_eq!(field(LOOKUP, "matches"), Some("2 of 7"));
         assert_eq!(field(LOOKUP, "absent"), None);
         let hits = lookup_hits(LOOKUP);
         assert_eq!(hits.len(), 2);
         assert_eq!(hits[0].url, "/shared/glossary.md#station_id");
         assert_eq!(hits[0].path(), "/shared/glossary.md");
-        assert_eq!(hits[1].title, "A | B");
+        assert_eq!(hits[0].title, "Glossary › station_id (0.90) [glossary]");
+        assert_eq!(hits[1].title, "A | B (0.50)");
     }
 
     #[test]

@@ -1,15 +1,21 @@
-//! `mark_lookup`: the source's card catalog (LOOKUP), bounded. The same
-//! rows again in one session (an identical search, nothing changed) answer
-//! `unchanged` in one line, like a re-read document.
+//! `mark_lookup`: the source's card catalog (LOOKUP), bounded, as one
+//! compact line per hit: `url#anchor · Doc › Heading · snippet`, importance
+//! only when the rows' values differ, a document's tags once. It asks for
+//! any-word ranking (`terms: any`); a server that does not echo it answered
+//! all-words, and then one all-words LOOKUP per word, sent concurrently, is
+//! merged into the any-word ranking here. The same rows again in one
+//! session (an identical search, nothing changed) answer `unchanged` in one
+//! line, like a re-read document.
 
 use crate::dedup::{AnswerKey, Delivery, answer_digest};
 use crate::envelope::{ToolText, bounded_lines};
 use crate::outbox::deliver;
 use crate::session::Session;
-use mark_proto::lookup::query_words;
-use mark_proto::{Request, Verb};
+use mark_proto::lookup::{LookupRow, LookupTable, query_words};
+use mark_proto::{Request, Response, Verb};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 /// The most rows one lookup returns (the protocol allows 1000; an agent
@@ -39,7 +45,7 @@ impl MatchMode {
 /// Parameters of `mark_lookup` (and of the `lookup` verb).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
 pub struct LookupParams {
-    /// Words that must all match (* for everything).
+    /// Words to find; rows holding more and rarer ones rank first (* for everything).
     pub query: String,
     /// Folder to search, e.g. /projects (default /).
     #[arg(long)]
@@ -49,7 +55,7 @@ pub struct LookupParams {
     #[arg(long)]
     #[serde(default)]
     pub filter: Option<String>,
-    /// Rows, default 10, at most 100.
+    /// Rows, 1 to 100 (default 10).
     #[arg(long)]
     #[serde(default)]
     pub limit: Option<u32>,
@@ -62,6 +68,15 @@ pub struct LookupParams {
     #[serde(default)]
     pub force: bool,
 }
+
+/// Longest snippet shown in a row, in characters: enough to recognise the
+/// hit; the section itself is one `mark_fetch url#anchor` away.
+const SNIPPET_CHARS: usize = 100;
+/// Longest row, in bytes: a longer one is cut, never dropped.
+const MAX_ROW_BYTES: usize = 360;
+/// Rows asked per word when the server ranks all-words only: enough that a
+/// word's row count tells how rare it is.
+const PER_WORD_LIMIT: u32 = 200;
 
 /// Runs a LOOKUP for the session at time `now`.
 pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> ToolText {
@@ -102,6 +117,12 @@ pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> To
         )
 }
 
+/// The ranked rows and how many were found in all.
+struct Found {
+    table: LookupTable,
+    total: usize,
+}
+
 async fn search(session: &Session, params: LookupParams) -> Result<ToolText, ToolText> {
     let query = params.query.trim();
     if query.is_empty() {
@@ -109,42 +130,80 @@ async fn search(session: &Session, params: LookupParams) -> Result<ToolText, Too
             "the query is empty; give the words to find, or * for everything",
         ));
     }
+    let limit = match params.limit {
+        None => 10,
+        Some(n @ 1..=MAX_LIMIT) => n,
+        Some(n) => {
+            return Err(ToolText::error(format!(
+                "limit {n} is out of range; give 1 to {MAX_LIMIT}"
+            )));
+        }
+    };
     let scope = session.path_of(params.scope.as_deref().unwrap_or("/"))?;
-    let limit = params.limit.unwrap_or(10).clamp(1, MAX_LIMIT);
-    let mut req = Request::new(Verb::Lookup, scope)
-        .with_meta("query", query)
-        .with_meta("limit", limit.to_string());
-    if let Some(f) = params
-        .filter
-        .as_deref()
-        .map(str::trim)
-        .filter(|f| !f.is_empty())
-    {
-        req = req.with_meta("filter", f);
+    let words = query_words(query);
+    let request = |query: &str, limit: u32| {
+        let mut req = Request::new(Verb::Lookup, scope.clone())
+            .with_meta("query", query)
+            .with_meta("limit", limit.to_string());
+        if let Some(f) = params
+            .filter
+            .as_deref()
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+        {
+            req = req.with_meta("filter", f);
+        }
+        if let Some(m) = params.match_mode {
+            req = req.with_meta("match", m.as_str());
+        }
+        req
+    };
+    let resp = session
+        .send_ok(request(query, limit).with_meta("terms", "any"))
+        .await?;
+    let mut found = read_table(&resp)?;
+    let several = query != "*" && words.searched.len() > 1;
+    if several && resp.meta("terms") != Some("any") {
+        // An all-words server: rank any-word here, from one LOOKUP per word.
+        let replies = futures::future::join_all(
+            words
+                .searched
+                .iter()
+                .map(|w| session.send_ok(request(w, PER_WORD_LIMIT))),
+        )
+        .await;
+        let mut per_word = Vec::with_capacity(replies.len());
+        for r in replies {
+            per_word.push(read_table(&r?)?.table.rows);
+        }
+        found = merge_any(per_word, limit as usize);
     }
-    if let Some(m) = params.match_mode {
-        req = req.with_meta("match", m.as_str());
-    }
-    let resp = session.send_ok(req).await?;
-    let body = String::from_utf8_lossy(&resp.body);
-    let rows = body.trim_start_matches(['\n', '\r']).lines();
+    let lines = rows(&found.table.rows);
+    let shown = lines.len();
     let mut text = bounded_lines(
-        rows,
+        lines.iter().map(String::as_str),
         session.settings().page_bytes / 4,
-        2 + MAX_LIMIT as usize,
-        "rows",
+        MAX_LIMIT as usize,
+        "rows (fetch them with a higher limit or narrower words)",
     );
-    let matches = resp.meta("matches").unwrap_or("0");
-    if matches != "0" {
-        text.push_str(
-            "\nFetch a hit's section with url \"/path#anchor\" rather than the whole document.",
-        );
+    if shown > 0 {
+        text.push_str("Read a hit with mark_fetch url#anchor rather than the whole document.\n");
+    } else if query != "*" {
+        text.push_str(&format!(
+            "nothing holds any of: {}; try other or fewer words{}, or a wider scope\n",
+            words.searched.join(" "),
+            if found.table.mode == mark_proto::lookup::MatchMode::Body {
+                ""
+            } else {
+                ", match=body"
+            }
+        ));
     }
     // LOOKUP leaves out words under 2 characters: say so, or `phase 5`
     // would look like a search for the fifth phase (`*` has no words).
-    let too_short = query_words(query).too_short;
+    let too_short = words.too_short;
     Ok(ToolText::new("ok")
-        .with("matches", matches)
+        .with("matches", format!("{shown} of {}", found.total.max(shown)))
         .with_opt("match", resp.meta("match"))
         .with_text(text)
         .with_opt(
@@ -156,4 +215,159 @@ async fn search(session: &Session, params: LookupParams) -> Result<ToolText, Too
                 )
             }),
         ))
+}
+
+fn read_table(resp: &Response) -> Result<Found, ToolText> {
+    let table = mark_proto::lookup::parse(&resp.body)
+        .map_err(|e| ToolText::error(format!("the server's LOOKUP table is not readable: {e}")))?;
+    let total = resp
+        .meta("total")
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(table.rows.len());
+    Ok(Found { table, total })
+}
+
+/// Any-word ranking from one all-words result per word: a row scores the
+/// sum, over the words it was found for, of the word's rarity (fewer rows,
+/// more weight) times how high it ranked for it, times the number of those
+/// words (holding more of them counts most); ties by path, then anchor.
+fn merge_any(per_word: Vec<Vec<LookupRow>>, limit: usize) -> Found {
+    let mode = if per_word.iter().flatten().any(|r| r.snippet.is_some()) {
+        mark_proto::lookup::MatchMode::Body
+    } else {
+        mark_proto::lookup::MatchMode::Catalog
+    };
+    let most = per_word.iter().map(Vec::len).max().unwrap_or(0).max(1) as f64;
+    let mut scored: HashMap<String, (f64, usize, LookupRow)> = HashMap::new();
+    for rows in per_word {
+        let rarity = (1.0 + most / rows.len().max(1) as f64).ln();
+        let n = rows.len() as f64;
+        for (rank, row) in rows.into_iter().enumerate() {
+            let weight = rarity * (1.0 - 0.5 * rank as f64 / n);
+            scored
+                .entry(row.target())
+                .and_modify(|(s, n, _)| {
+                    *s += weight;
+                    *n += 1;
+                })
+                .or_insert((weight, 1, row));
+        }
+    }
+    let mut rows: Vec<(f64, LookupRow)> = scored
+        .into_values()
+        .map(|(s, n, row)| (s * n as f64, row))
+        .collect();
+    rows.sort_by(|(sa, a), (sb, b)| {
+        sb.total_cmp(sa)
+            .then_with(|| a.path.cmp(&b.path))
+            .then_with(|| a.anchor.cmp(&b.anchor))
+    });
+    let total = rows.len();
+    rows.truncate(limit);
+    Found {
+        table: LookupTable {
+            mode,
+            rows: rows.into_iter().map(|(_, r)| r).collect(),
+        },
+        total,
+    }
+}
+
+/// One line per row: `url#anchor · Doc › Heading (importance) [tags] · snippet`.
+fn rows(rows: &[LookupRow]) -> Vec<String> {
+    let importance_differs = rows
+        .windows(2)
+        .any(|w| (w[0].importance - w[1].importance).abs() >= 0.005);
+    let mut tagged: HashSet<&str> = HashSet::new();
+    rows.iter()
+        .map(|r| {
+            let mut line = format!("{} · {}", r.target(), r.title);
+            if importance_differs {
+                line.push_str(&format!(" ({:.2})", r.importance));
+            }
+            if !r.tags.is_empty() && tagged.insert(&r.path) {
+                line.push_str(&format!(" [{}]", r.tags.join(", ")));
+            }
+            if let Some(s) = r.snippet.as_deref().filter(|s| !s.is_empty()) {
+                line.push_str(" · ");
+                line.push_str(&cut_chars(s, SNIPPET_CHARS));
+            }
+            cut_bytes(line, MAX_ROW_BYTES)
+        })
+        .collect()
+}
+
+fn cut_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((end, _)) => format!("{}…", text[..end].trim_end()),
+    }
+}
+
+fn cut_bytes(mut line: String, max: usize) -> String {
+    if line.len() > max {
+        let mut end = max - "…".len();
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        line.truncate(end);
+        line.push('…');
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(path: &str, anchor: &str, importance: f64, tags: &[&str]) -> LookupRow {
+        LookupRow {
+            anchor: Some(anchor.to_string()),
+            snippet: Some("x".repeat(300)),
+            ..LookupRow::document(
+                path,
+                importance,
+                "Doc › Head",
+                tags.iter().map(|t| t.to_string()).collect(),
+            )
+        }
+    }
+
+    #[test]
+    fn rows_are_one_compact_line_each() {
+        let same = rows(&[
+            row("/a.md", "x", 0.5, &["t"]),
+            row("/a.md", "y", 0.5, &["t"]),
+        ]);
+        assert_eq!(
+            same[0],
+            format!("/a.md#x · Doc › Head [t] · {}…", "x".repeat(SNIPPET_CHARS))
+        );
+        assert!(
+            same[1].starts_with("/a.md#y · Doc › Head · "),
+            "tags once, importance only when it differs: {}",
+            same[1]
+        );
+        let differ = rows(&[row("/a.md", "x", 0.9, &[]), row("/b.md", "y", 0.5, &[])]);
+        assert!(differ[0].starts_with("/a.md#x · Doc › Head (0.90) · "));
+        let mut long = row("/a.md", "x", 0.5, &[]);
+        long.title = "T".repeat(1000);
+        let cut = rows(&[long]);
+        assert!(
+            cut[0].len() <= MAX_ROW_BYTES && cut[0].ends_with('…'),
+            "cut, not dropped"
+        );
+    }
+
+    #[test]
+    fn merging_per_word_results_favours_rows_holding_rarer_and_more_words() {
+        let r = |p: &str| LookupRow::document(p, 0.5, "T", vec![]);
+        let common: Vec<LookupRow> = (0..20).map(|i| r(&format!("/c{i:02}.md"))).collect();
+        let mut common_plus = common.clone();
+        common_plus.push(r("/both.md"));
+        let found = merge_any(vec![common_plus, vec![r("/rare.md"), r("/both.md")]], 3);
+        let order: Vec<String> = found.table.rows.iter().map(|r| r.target()).collect();
+        assert_eq!(order, ["/both.md", "/rare.md", "/c00.md"]);
+        assert_eq!(found.total, 22);
+    }
 }
