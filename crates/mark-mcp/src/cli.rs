@@ -277,14 +277,14 @@ pub async fn run(session: &Session, verb: Verb, write: bool) -> ToolText {
         Verb::List(p) => list(session, p).await,
         Verb::Versions(p) => versions(session, p).await,
         Verb::Publish(mut p) => match body_arg(std::mem::take(&mut p.body)) {
-            Ok(body) => publish(session, PublishParams { body, ..p }).await,
+            Ok(body) => publish(session, PublishParams { body, ..p }, now).await,
             Err(t) => t,
         },
         Verb::Append(mut p) => match body_arg(std::mem::take(&mut p.body)) {
             Ok(body) => append(session, AppendParams { body, ..p }, now).await,
             Err(t) => t,
         },
-        Verb::Archive(p) => archive(session, p).await,
+        Verb::Archive(p) => archive(session, p, now).await,
         Verb::Open(a) => open_from_source(session, &a, now).await,
         Verb::Hook {
             hook: HookCommand::SessionStart,

@@ -25,6 +25,8 @@ pub struct ToolText {
     pub text: String,
     /// Whether this is a tool error.
     pub is_error: bool,
+    /// The key of the text in the `--json` form (`text`; a preview's is `diff`).
+    pub text_key: &'static str,
 }
 
 impl ToolText {
@@ -35,6 +37,7 @@ impl ToolText {
             fields: Vec::new(),
             text: String::new(),
             is_error: false,
+            text_key: "text",
         }
     }
 
@@ -78,6 +81,12 @@ impl ToolText {
     /// Sets the text.
     pub fn with_text(mut self, text: impl Into<String>) -> ToolText {
         self.text = text.into();
+        self
+    }
+
+    /// Names the text's key in the `--json` form.
+    pub fn with_text_key(mut self, key: &'static str) -> ToolText {
+        self.text_key = key;
         self
     }
 
@@ -131,7 +140,7 @@ impl ToolText {
         for (k, v) in self.ordered_fields() {
             obj.insert(k.clone(), Value::String(v.clone()));
         }
-        obj.insert("text".into(), Value::String(self.text.clone()));
+        obj.insert(self.text_key.into(), Value::String(self.text.clone()));
         if self.is_error {
             obj.insert("is_error".into(), Value::Bool(true));
         }

@@ -39,9 +39,9 @@ const EXPLORE: &str = "Orient in a document in one call: outline (#anchors), ope
 const LOOKUP: &str = "Search the catalog (titles, tags) or, with match=body, section text. Start here, then mark_fetch a hit's url#anchor.";
 const LIST: &str = "List a folder's documents and subfolders (paged).";
 const VERSIONS: &str = "A document's version history, newest first; fetch /path/vN for an old one.";
-const PUBLISH: &str = "Write a new version of a document (the whole body). expected_version: the version you read, 0 for a new document.";
-const APPEND: &str = "Add markdown at the end of a document as a new version.";
-const ARCHIVE: &str = "Archive a document: it leaves listings; its versions stay readable.";
+const PUBLISH: &str = "Write a new version of a document (the whole body). Without apply: a preview diff, nothing written; show it to the person, then call again with apply: true and expected_version from the preview (0 for a new document).";
+const APPEND: &str = "Add markdown at the end of a document as a new version. Without apply: a preview diff; show it to the person, then apply: true with expected_version from the preview. Not idempotent: apply once.";
+const ARCHIVE: &str = "Archive a document: it leaves listings; its versions stay readable. Without apply: a preview. No expected_version: apply archives whatever is current.";
 
 const INSTRUCTIONS: &str = "Markdown knowledge base. Economical path: mark_lookup (or an outline from mark_fetch) first, then fetch only the sections you need as url#anchor. Cite facts as url#anchor.";
 
@@ -402,7 +402,7 @@ impl MarkServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn mark_publish(&self, Parameters(p): Parameters<PublishParams>) -> CallToolResult {
-        self.answer(publish(&self.session, p).await)
+        self.answer(publish(&self.session, p, Instant::now()).await)
     }
 
     /// Why mark_append is a tool.
@@ -430,7 +430,7 @@ impl MarkServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn mark_archive(&self, Parameters(p): Parameters<ArchiveParams>) -> CallToolResult {
-        self.answer(archive(&self.session, p).await)
+        self.answer(archive(&self.session, p, Instant::now()).await)
     }
 }
 

@@ -28,4 +28,11 @@ pub trait Source: Send + Sync {
 
     /// One line saying what this source is, for logs and `get_info`.
     fn describe(&self) -> String;
+
+    /// Why this source will refuse every write, when it knows before any
+    /// request (a write preview then fails as the write would); `None` when
+    /// only the answer to a write can tell (a server checks its token).
+    fn refuses_writes(&self) -> Option<&'static str> {
+        None
+    }
 }

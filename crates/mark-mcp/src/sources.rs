@@ -121,6 +121,14 @@ impl Source for LocalSource {
         };
         format!("{} ({mode}) as {LOCAL_ORIGIN}", self.root)
     }
+
+    fn refuses_writes(&self) -> Option<&'static str> {
+        match (self.engine.mode(), &self.owner_token) {
+            (StoreMode::Versioned, Some(_)) => None,
+            (StoreMode::Versioned, None) => Some("the store was opened without --write"),
+            (StoreMode::Flat, _) => Some("a plain folder is read-only"),
+        }
+    }
 }
 
 /// A Mark server over QUIC: one client, one connection reused.

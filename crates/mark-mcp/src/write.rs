@@ -1,12 +1,27 @@
-//! `mark_publish`, `mark_append`, `mark_archive`: writes with expected-version
-//! concurrency; a conflict is explained in one sentence with what to do.
+//! `mark_publish`, `mark_append`, `mark_archive`: writes a person approves.
+//! Without `apply` a write is a preview: the unified diff against the current
+//! version, the version it was computed against and the one it would create,
+//! and nothing written; it fails exactly where the write would (a conflict
+//! with `expected_version`, a body too large). Apply is stateless: the same
+//! parameters plus `apply: true`, with the preview's version as
+//! `expected_version` so that a write by someone else in between is a
+//! conflict. A conflict is explained in one sentence with what to do.
 
-use crate::envelope::ToolText;
+use crate::envelope::{ToolText, bounded_lines};
 use crate::session::{Loaded, Session, passthrough};
-use mark_proto::{Request, Response, Status, Verb};
+use mark_proto::{Request, Status, Verb};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
-use std::time::Instant;
+use similar::{ChangeTag, TextDiff};
+use std::time::{Duration, Instant};
+
+/// The most diff text a preview shows; the lines past it are counted.
+const DIFF_BYTES: usize = 16_000;
+/// The most diff lines a preview shows.
+const DIFF_LINES: usize = 400;
+/// How long a diff may search before it settles for a coarser one (a 1 MB
+/// rewrite must not stall the call).
+const DIFF_TIME: Duration = Duration::from_secs(2);
 
 /// Parameters of `mark_publish` (and of the `publish` verb).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
@@ -19,6 +34,10 @@ pub struct PublishParams {
     /// The version you read (0 for a new document).
     #[arg(long)]
     pub expected_version: u64,
+    /// Write; without it a preview (diff only, nothing written).
+    #[arg(long)]
+    #[serde(default)]
+    pub apply: bool,
 }
 
 /// Parameters of `mark_append` (and of the `append` verb).
@@ -33,6 +52,10 @@ pub struct AppendParams {
     #[arg(long)]
     #[serde(default)]
     pub expected_version: Option<u64>,
+    /// Write; without it a preview (diff only, nothing written).
+    #[arg(long)]
+    #[serde(default)]
+    pub apply: bool,
 }
 
 /// Parameters of `mark_archive` (and of the `archive` verb).
@@ -40,14 +63,21 @@ pub struct AppendParams {
 pub struct ArchiveParams {
     /// /path or mark://host/path of the document.
     pub url: String,
+    /// Archive; without it a preview (nothing written).
+    #[arg(long)]
+    #[serde(default)]
+    pub apply: bool,
 }
 
-/// Publishes a new version of a document.
-pub async fn publish(session: &Session, params: PublishParams) -> ToolText {
+/// Publishes a new version of a document, or previews it.
+pub async fn publish(session: &Session, params: PublishParams, now: Instant) -> ToolText {
     let path = match document_path(session, &params.url, "publish") {
         Ok(p) => p,
         Err(t) => return t,
     };
+    if !params.apply {
+        return preview_publish(session, &path, &params, now).await;
+    }
     let req = Request::new(Verb::Publish, path.as_str())
         .with_meta("expected-version", params.expected_version.to_string())
         .with_body(params.body.into_bytes());
@@ -63,10 +93,14 @@ pub async fn append(session: &Session, params: AppendParams, now: Instant) -> To
     if params.body.is_empty() {
         return ToolText::error("the body to append is empty; give the markdown to add");
     }
+    if !params.apply {
+        return preview_append(session, &path, &params, now).await;
+    }
     let expected = match params.expected_version {
         Some(v) => v,
-        None => match current_version(session, &path, now).await {
-            Ok(v) => v,
+        None => match current(session, &path, now).await {
+            Ok(Some(doc)) => doc.version,
+            Ok(None) => return missing(&path, "append to"),
             Err(t) => return t,
         },
     };
@@ -90,35 +124,214 @@ fn document_path(session: &Session, url: &str, verb: &str) -> Result<String, Too
     Ok(target.path)
 }
 
-/// The version a document is at now, read through the session cache.
-async fn current_version(session: &Session, path: &str, now: Instant) -> Result<u64, ToolText> {
+/// A document as it is now: its version and body.
+struct Current {
+    version: u64,
+    body: std::sync::Arc<str>,
+}
+
+/// The document as it is now (revalidated through the session cache),
+/// `None` when it does not exist.
+async fn current(session: &Session, path: &str, now: Instant) -> Result<Option<Current>, ToolText> {
     match session.load(path, now).await {
-        Loaded::Doc(doc) => doc
-            .identity
-            .version
-            .as_deref()
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| {
-                ToolText::error(format!(
-                    "{path} has no version number to append to; give expected_version"
-                ))
-            }),
+        Loaded::Doc(doc) => {
+            let version = doc
+                .identity
+                .version
+                .as_deref()
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| {
+                    ToolText::error(format!(
+                        "{path} has no version number to write over; give expected_version"
+                    ))
+                })?;
+            Ok(Some(Current {
+                version,
+                body: std::sync::Arc::from(doc.doc.source()),
+            }))
+        }
+        Loaded::Answer(t) if t.status == "not-found" => Ok(None),
         Loaded::Answer(t) => Err(t),
     }
 }
 
-/// Archives a document (its versions stay readable).
-pub async fn archive(session: &Session, params: ArchiveParams) -> ToolText {
-    match document_path(session, &params.url, "archive") {
-        Ok(path) => {
-            write(
-                session,
-                &path,
-                Request::new(Verb::Archive, path.as_str()),
-                "archive",
-            )
-            .await
+fn missing(path: &str, what: &str) -> ToolText {
+    ToolText::new("not-found")
+        .with_text(format!(
+            "{path} does not exist, so there is nothing to {what}; publish it first (expected_version 0)"
+        ))
+        .as_error()
+}
+
+/// The size rule of the Mark Protocol (1 MiB, what mark-server and a local
+/// store take), checked before a preview promises a write.
+fn check_size(path: &str, len: usize) -> Result<(), ToolText> {
+    let max = mark_store::DEFAULT_MAX_DOCUMENT_BYTES;
+    if len > max {
+        return Err(ToolText::new("too-large")
+            .with_text(format!(
+                "{path} would be {len} bytes; a Mark document takes at most {max}: split it into several documents"
+            ))
+            .as_error());
+    }
+    Ok(())
+}
+
+async fn preview_publish(
+    session: &Session,
+    path: &str,
+    params: &PublishParams,
+    now: Instant,
+) -> ToolText {
+    if let Err(t) = refuses(session, "publish", path) {
+        return t;
+    }
+    let doc = match current(session, path, now).await {
+        Ok(d) => d,
+        Err(t) => return t,
+    };
+    let (version, old) = match &doc {
+        Some(d) => (d.version, &*d.body),
+        None => (0, ""),
+    };
+    if params.expected_version != version {
+        return conflict(path, params.expected_version, version, "publish");
+    }
+    if let Err(t) = check_size(path, params.body.len()) {
+        return t;
+    }
+    if doc.is_some() && old == params.body {
+        return ToolText::new("preview")
+            .with("against-version", version.to_string())
+            .with("outcome", "no change")
+            .with_text(format!(
+                "{path} v{version} already has exactly this body: applying writes no new version."
+            ));
+    }
+    let next = version + 1;
+    let outcome = if doc.is_none() {
+        format!("would create {path} as v1")
+    } else {
+        format!("would create v{next}")
+    };
+    let apply = format!(
+        "nothing written: show the person this diff, then call again with apply: true and expected_version: {version}"
+    );
+    diff_preview(path, version, next, outcome, apply, old, &params.body)
+}
+
+async fn preview_append(
+    session: &Session,
+    path: &str,
+    params: &AppendParams,
+    now: Instant,
+) -> ToolText {
+    if let Err(t) = refuses(session, "append", path) {
+        return t;
+    }
+    let doc = match current(session, path, now).await {
+        Ok(Some(d)) => d,
+        Ok(None) => return missing(path, "append to"),
+        Err(t) => return t,
+    };
+    let expected = params.expected_version.unwrap_or(doc.version);
+    if expected != doc.version {
+        return conflict(path, expected, doc.version, "append");
+    }
+    // PROTOCOL.md: the new version is the current body, `\n`, the text.
+    let new = format!("{}\n{}", doc.body, params.body);
+    if let Err(t) = check_size(path, new.len()) {
+        return t;
+    }
+    let apply = format!(
+        "nothing written: show the person this diff, then call again with apply: true and expected_version: {}; append is not idempotent, so apply once",
+        doc.version
+    );
+    let outcome = format!("would create v{}", doc.version + 1);
+    diff_preview(
+        path,
+        doc.version,
+        doc.version + 1,
+        outcome,
+        apply,
+        &doc.body,
+        &new,
+    )
+}
+
+/// A preview: the versions, the outcome, and the bounded unified diff (its
+/// JSON key is `diff`).
+fn diff_preview(
+    path: &str,
+    against: u64,
+    creates: u64,
+    outcome: String,
+    note: String,
+    old: &str,
+    new: &str,
+) -> ToolText {
+    let diff = TextDiff::configure()
+        .timeout(DIFF_TIME)
+        .diff_lines(old, new);
+    let (mut added, mut removed) = (0usize, 0usize);
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            ChangeTag::Insert => added += 1,
+            ChangeTag::Delete => removed += 1,
+            ChangeTag::Equal => {}
         }
+    }
+    let before = if against == 0 {
+        "/dev/null".to_string()
+    } else {
+        format!("{path} v{against}")
+    };
+    let unified = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(&before, &format!("{path} v{creates}"))
+        .to_string();
+    let shown = bounded_lines(
+        unified.lines(),
+        DIFF_BYTES,
+        DIFF_LINES,
+        "diff lines not shown (the body you gave is the whole change)",
+    );
+    ToolText::new("preview")
+        .with("against-version", against.to_string())
+        .with("creates-version", creates.to_string())
+        .with("outcome", outcome)
+        .with("changes", format!("+{added} -{removed} lines"))
+        .with("note", note)
+        .with_text(shown)
+        .with_text_key("diff")
+}
+
+/// Archives a document (its versions stay readable), or previews it.
+pub async fn archive(session: &Session, params: ArchiveParams, now: Instant) -> ToolText {
+    let path = match document_path(session, &params.url, "archive") {
+        Ok(p) => p,
+        Err(t) => return t,
+    };
+    if params.apply {
+        let req = Request::new(Verb::Archive, path.as_str());
+        return write(session, &path, req, "archive").await;
+    }
+    if let Err(t) = refuses(session, "archive", &path) {
+        return t;
+    }
+    match current(session, &path, now).await {
+        Ok(Some(doc)) => ToolText::new("preview")
+            .with("against-version", doc.version.to_string())
+            .with("outcome", format!("would archive v{}", doc.version))
+            .with(
+                "note",
+                "nothing written: archive has no expected_version, so apply archives whatever version is current then; call again with apply: true",
+            )
+            .with_text(format!(
+                "{path} would leave listings; its versions stay readable at \"{path}/vN\"."
+            )),
+        Ok(None) => missing(&path, "archive"),
         Err(t) => t,
     }
 }
@@ -145,29 +358,45 @@ async fn write(session: &Session, path: &str, req: Request, verb: &str) -> ToolT
             .with_text(format!(
                 "{path} already has this exact body; no new version was written."
             )),
-        Status::Conflict => conflict(path, &resp, verb),
+        Status::Conflict => {
+            let number = |k| resp.meta(k).and_then(|v| v.parse().ok()).unwrap_or(0);
+            conflict(path, number("your-version"), number("server-version"), verb)
+        }
         _ => {
             let t = passthrough(&resp);
             if matches!(resp.status, Status::Unauthorized | Status::NotPermitted) {
-                let why = if t.text.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", t.text)
-                };
-                return t
-                    .with_text(format!(
-                        "the source refused to {verb} {path}{why}; a server needs a token with publish rights (--token-file or MARK_TOKEN), a local folder must be a versioned store opened with --write"
-                    ))
-                    .as_error();
+                let why = t.text.clone();
+                return refused(t, verb, path, &why);
             }
             t.as_error()
         }
     }
 }
 
-fn conflict(path: &str, resp: &Response, verb: &str) -> ToolText {
-    let yours = resp.meta("your-version").unwrap_or("?");
-    let theirs = resp.meta("server-version").unwrap_or("?");
+/// A write the source refuses (or will refuse: a preview says so too).
+fn refused(t: ToolText, verb: &str, path: &str, why: &str) -> ToolText {
+    let why = if why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({why})")
+    };
+    t.with_text(format!(
+        "the source refused to {verb} {path}{why}; a server needs a token with publish rights (--token-file or MARK_TOKEN), a local folder must be a versioned store opened with --write"
+    ))
+    .as_error()
+}
+
+/// The refusal a preview gives when the source is known to refuse writes.
+fn refuses(session: &Session, verb: &str, path: &str) -> Result<(), ToolText> {
+    match session.source().refuses_writes() {
+        Some(why) => Err(refused(ToolText::new("not-permitted"), verb, path, why)),
+        None => Ok(()),
+    }
+}
+
+/// The conflict of a write (or of its preview) over `yours` when the
+/// document is at `theirs`.
+fn conflict(path: &str, yours: u64, theirs: u64, verb: &str) -> ToolText {
     let next = if verb == "append" {
         format!(
             "fetch \"{path}\", check whether your text is already there (append is not idempotent), then append with expected_version {theirs}"
@@ -178,8 +407,8 @@ fn conflict(path: &str, resp: &Response, verb: &str) -> ToolText {
         )
     };
     ToolText::new("conflict")
-        .with("your-version", yours)
-        .with("server-version", theirs)
+        .with("your-version", yours.to_string())
+        .with("server-version", theirs.to_string())
         .with_text(format!(
             "conflict: you expected v{yours} but {path} is at v{theirs}; {next}."
         ))

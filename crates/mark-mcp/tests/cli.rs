@@ -221,7 +221,14 @@ fn cli_writes_need_write_and_a_whole_document_on_host() {
         );
     }
     assert_eq!(writes_seen(), 0, "an anchored write sent nothing");
-    let (out, ok) = call(&["--write", "append", "/small.md", "--body", "Appended."]);
+    let (out, ok) = call(&[
+        "--write",
+        "append",
+        "/small.md",
+        "--body",
+        "Appended.",
+        "--apply",
+    ]);
     assert!(ok && out.contains("version: 2"), "{out}");
 }
 

@@ -208,7 +208,7 @@ async fn a_changed_document_has_its_links_replaced() {
     let r = mcp
         .call(
             "mark_publish",
-            json!({"url": "/about.md", "body": about, "expected_version": 1}),
+            json!({"url": "/about.md", "body": about, "expected_version": 1, "apply": true}),
         )
         .await;
     assert_eq!(r.status(), "created", "{}", r.text);

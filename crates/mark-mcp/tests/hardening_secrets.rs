@@ -73,17 +73,20 @@ async fn session(args: &[String], env_token: bool) -> (Vec<String>, String) {
         ("mark_versions", json!({"url": "/small.md"})),
         (
             "mark_publish",
-            json!({"url": "/small.md", "body": "# Small\n\nconflict\n", "expected_version": 99}),
+            json!({"url": "/small.md", "body": "# Small\n\nconflict\n", "expected_version": 99, "apply": true}),
         ),
         (
             "mark_publish",
-            json!({"url": "/new.md", "body": "# New\n\nwritten with the token\n", "expected_version": 0}),
+            json!({"url": "/new.md", "body": "# New\n\nwritten with the token\n", "expected_version": 0, "apply": true}),
         ),
         (
             "mark_append",
-            json!({"url": "/new.md", "body": "Appended.\n"}),
+            json!({"url": "/new.md", "body": "Appended.\n", "apply": true}),
         ),
-        ("mark_archive", json!({"url": "/notes/crew.md"})),
+        (
+            "mark_archive",
+            json!({"url": "/notes/crew.md", "apply": true}),
+        ),
         ("mark_fetch", json!({"url": "/new.md"})),
     ];
     let mut results = Vec::new();

@@ -87,7 +87,7 @@ async fn remote_cache_dedup_and_writes() {
     let r = a
         .call(
             "mark_append",
-            json!({"url": "/small.md", "body": "Late ferries run in summer.\n"}),
+            json!({"url": "/small.md", "body": "Late ferries run in summer.\n", "apply": true}),
         )
         .await;
     r.assert_created("3");
@@ -97,7 +97,10 @@ async fn remote_cache_dedup_and_writes() {
     assert_eq!(listed.len(), 3);
     assert!(listed[0].starts_with("- v3"));
     let r = a
-        .call("mark_archive", json!({"url": "/notes/crew.md"}))
+        .call(
+            "mark_archive",
+            json!({"url": "/notes/crew.md", "apply": true}),
+        )
         .await;
     assert_eq!(r.status(), "ok", "{}", r.text);
     let r = a.fetch("/notes/crew.md").await;

@@ -212,9 +212,11 @@ impl Mcp {
         }
     }
 
-    /// `mark_publish` of `body` at `url` over version `expected_version`.
+    /// `mark_publish` of `body` at `url` over version `expected_version`,
+    /// applied (without `apply` a write is only a preview).
     pub async fn publish(&self, url: &str, body: &str, expected_version: u64) -> Reply {
-        let args = json!({"url": url, "body": body, "expected_version": expected_version});
+        let args =
+            json!({"url": url, "body": body, "expected_version": expected_version, "apply": true});
         self.call("mark_publish", args).await
     }
 
