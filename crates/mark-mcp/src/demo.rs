@@ -124,7 +124,11 @@ async fn scenario(server: &mark_server::BackgroundServer) -> Result<String, Stri
     // The MCP server and rmcp's client, joined by an in-memory pipe.
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
     let mcp_server = tokio::spawn(async move {
-        if let Ok(running) = MarkServer::new(session, false).serve(server_io).await {
+        let (read, write) = tokio::io::split(server_io);
+        if let Ok(running) = MarkServer::new(session, false)
+            .serve_over(read, write)
+            .await
+        {
             let _ = running.waiting().await;
         }
     });

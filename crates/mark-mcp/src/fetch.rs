@@ -378,7 +378,15 @@ impl View<'_> {
         }
         .trim_end()
         .lines()
-        .map(|l| one_line(l, OUTLINE_LINE_BYTES))
+        // The indent is the outline's nesting: keep it, bound the rest.
+        .map(|l| {
+            let text = l.trim_start();
+            format!(
+                "{}{}",
+                &l[..l.len() - text.len()],
+                one_line(text, OUTLINE_LINE_BYTES)
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n");
         if heading.is_none() {

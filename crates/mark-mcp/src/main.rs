@@ -7,7 +7,6 @@ use mark_mcp::server::MarkServer;
 use mark_mcp::session::Session;
 use mark_mcp::sources;
 use mark_mcp::{reasons, usage};
-use rmcp::ServiceExt;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -113,13 +112,8 @@ async fn run(mut cli: Cli) -> ExitCode {
 
 async fn serve(session: Arc<Session>, write: bool) -> ExitCode {
     let server = MarkServer::new(session, write);
-    let stdio = rmcp::transport::IntoTransport::<
-        rmcp::RoleServer,
-        std::io::Error,
-        rmcp::transport::async_rw::TransportAdapterAsyncRW,
-    >::into_transport(rmcp::transport::stdio());
-    let transport = server.transport(stdio);
-    let running = match server.serve(transport).await {
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let running = match server.serve_over(stdin, stdout).await {
         Ok(r) => r,
         Err(e) => {
             eprintln!("mark-mcp: the MCP handshake failed: {e}");

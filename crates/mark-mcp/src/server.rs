@@ -26,7 +26,7 @@ use rmcp::model::{
 use rmcp::schemars::{self, JsonSchema};
 use rmcp::service::RequestContext;
 use rmcp::{
-    ErrorData, RoleServer, ServerHandler, prompt, prompt_handler, prompt_router, tool,
+    ErrorData, RoleServer, ServerHandler, ServiceExt, prompt, prompt_handler, prompt_router, tool,
     tool_handler, tool_router,
 };
 use serde::Deserialize;
@@ -199,6 +199,29 @@ impl MarkServer {
     pub fn transport<T>(&self, inner: T) -> DeliveryTransport<T> {
         DeliveryTransport::new(inner, Arc::clone(&self.outbox))
     }
+
+    /// Serves MCP over `read`/`write` (stdio, or a pipe in `demo`) through
+    /// [`MarkServer::transport`], so deliveries are recorded as they go out.
+    pub async fn serve_over<R, W>(
+        self,
+        read: R,
+        write: W,
+    ) -> Result<
+        rmcp::service::RunningService<RoleServer, MarkServer>,
+        rmcp::service::ServerInitializeError,
+    >
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let inner = rmcp::transport::IntoTransport::<
+            RoleServer,
+            std::io::Error,
+            rmcp::transport::async_rw::TransportAdapterAsyncRW,
+        >::into_transport((read, write));
+        let transport = self.transport(inner);
+        self.serve(transport).await
+    }
 }
 
 impl MarkServer {
@@ -246,6 +269,7 @@ impl MarkServer {
     fn cards_of(router: ToolRouter<MarkServer>, group: &'static str) -> Vec<ToolCard> {
         let mut router = router;
         compact_schemas(&mut router);
+        mark_always_loaded(&mut router);
         let mut tools = router.list_all();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         tools

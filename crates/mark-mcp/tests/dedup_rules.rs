@@ -110,7 +110,7 @@ async fn derived_answers_are_compared_only_with_answers_to_the_same_question() {
         let r = mcp.call("mark_lookup", json!({ "query": query })).await;
         assert_eq!(
             (r.status(), r.field("matches")),
-            ("ok", Some("0")),
+            ("ok", Some("0 of 0")),
             "{query}: {}",
             r.text
         );
