@@ -320,7 +320,7 @@ impl SessionGraph {
         self.shared.progress.borrow().clone()
     }
 
-    /// Starts a crawl in the background when [`should_crawl`] says so at
+    /// Starts a crawl in the background when `should_crawl` says so at
     /// `now`: none has finished, the graph is older than
     /// [`CrawlSettings::fresh_for`], or `force`. Returns whether this call
     /// started it. A crawl again goes by conditional FETCHes, and forgets

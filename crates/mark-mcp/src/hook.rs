@@ -51,7 +51,7 @@ impl HookEvent {
 }
 
 /// Reads the hook's JSON from stdin: none when stdin is a terminal, is not
-/// JSON, or says nothing within [`STDIN_WAIT`].
+/// JSON, or says nothing within `STDIN_WAIT`.
 pub fn stdin_event() -> HookEvent {
     if std::io::stdin().is_terminal() {
         return HookEvent::default();

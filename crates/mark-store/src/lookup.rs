@@ -12,7 +12,7 @@
 //! rarer the words it holds; catalog rows still need every word. Body mode
 //! always works on sections and adds a snippet.
 //!
-//! Ranking: tantivy's BM25 over weighted fields (see [`crate::text_index`]),
+//! Ranking: tantivy's BM25 over weighted fields (see `text_index`),
 //! scaled by `0.7 + 0.3 × importance` (frontmatter `importance` in 0..=1,
 //! else 0.5); ties break by path, then anchor. A section that holds a word
 //! itself (in its text or its own heading) ranks above every section
@@ -276,7 +276,7 @@ struct RowKey {
 }
 
 /// Seconds between two re-checks of the folder for changes made outside
-/// the engine, unless set with [`Catalog::set_recheck`].
+/// the engine, unless set with `Catalog::set_recheck`.
 pub const DEFAULT_RECHECK: Duration = Duration::from_secs(5);
 
 /// The index: the text index plus what rows need (titles, tags, anchors),
