@@ -8,15 +8,10 @@ mod support;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
-use support::{Mcp, bin, kb};
+use support::{Mcp, bin, kb, run_once};
 
 fn run(args: &[&str]) -> (String, bool) {
-    let out = Command::new(bin())
-        .args(args)
-        .env_remove("MARK_TOKEN")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = run_once(args);
     (String::from_utf8(out.stdout).unwrap(), out.status.success())
 }
 
@@ -304,13 +299,12 @@ fn read_verbs_change_no_byte_on_disk() {
     let run_reads = |source: &[String]| {
         let mut stderr = String::new();
         for verb in reads {
-            let out = Command::new(bin())
-                .args(source)
-                .args(verb)
-                .env_remove("MARK_TOKEN")
-                .stdin(Stdio::null())
-                .output()
-                .unwrap();
+            let out = run_once(
+                source
+                    .iter()
+                    .map(String::as_str)
+                    .chain(verb.iter().copied()),
+            );
             stderr.push_str(&String::from_utf8_lossy(&out.stderr));
         }
         stderr

@@ -6,8 +6,7 @@
 mod support;
 
 use serde_json::json;
-use std::process::{Command, Stdio};
-use support::{Mcp, bin};
+use support::{Mcp, run_once};
 
 /// A folder holding `files`, for `--root`.
 fn folder(files: &[(&str, String)]) -> tempfile::TempDir {
@@ -21,12 +20,7 @@ fn folder(files: &[(&str, String)]) -> tempfile::TempDir {
 /// `mark-mcp --root DIR fetch URL`: stdout and whether it exited 0.
 fn fetch(dir: &tempfile::TempDir, url: &str) -> (String, bool) {
     let root = dir.path().display().to_string();
-    let out = Command::new(bin())
-        .args(["--root", &root, "fetch", url])
-        .env_remove("MARK_TOKEN")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = run_once(["--root", &root, "fetch", url]);
     (String::from_utf8(out.stdout).unwrap(), out.status.success())
 }
 

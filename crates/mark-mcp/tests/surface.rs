@@ -8,16 +8,10 @@ mod support;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use support::{Mcp, bin, kb};
+use support::{Mcp, kb, run_once};
 
 fn run(args: &[&str]) -> (String, String, bool) {
-    let out = Command::new(bin())
-        .args(args)
-        .env_remove("MARK_TOKEN")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = run_once(args);
     (
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),

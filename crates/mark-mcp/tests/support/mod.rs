@@ -16,6 +16,20 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_mark-mcp")
 }
 
+/// Runs the binary once with `args`: no token in its environment, no stdin.
+pub fn run_once<I, S>(args: I) -> std::process::Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    std::process::Command::new(bin())
+        .args(args)
+        .env_remove("MARK_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
 /// The fixture knowledge base (read-only: copy it before writing).
 pub fn kb() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mcp/kb")
