@@ -158,6 +158,14 @@ fn simplify_property(prop: &mut serde_json::Map<String, Value>) {
     }
 }
 
+/// Gives `router`'s tools the form `tools/list` sends: plain schemas, and
+/// `_meta` on the always-loaded ones. The server and `mark-mcp tools` both
+/// use it, so the sizes the latter prints are the real ones.
+fn as_listed(router: &mut ToolRouter<MarkServer>) {
+    compact_schemas(router);
+    mark_always_loaded(router);
+}
+
 /// The tools Claude Code loads up front (the others it defers behind
 /// ToolSearch, one more model turn before their first use).
 const ALWAYS_LOADED: [&str; 3] = ["mark_lookup", "mark_fetch", "mark_explore"];
@@ -181,8 +189,7 @@ impl MarkServer {
         if write {
             tool_router += MarkServer::write_tools();
         }
-        compact_schemas(&mut tool_router);
-        mark_always_loaded(&mut tool_router);
+        as_listed(&mut tool_router);
         MarkServer {
             outbox: Arc::new(Outbox::new(Arc::clone(&session))),
             session,
@@ -268,8 +275,7 @@ impl MarkServer {
     /// Every tool, read group first, as `tools/list` sends it.
     fn cards_of(router: ToolRouter<MarkServer>, group: &'static str) -> Vec<ToolCard> {
         let mut router = router;
-        compact_schemas(&mut router);
-        mark_always_loaded(&mut router);
+        as_listed(&mut router);
         let mut tools = router.list_all();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         tools
