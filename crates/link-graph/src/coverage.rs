@@ -12,6 +12,9 @@ pub struct Coverage {
     pub known: Option<usize>,
     /// The crawler finished within its bounds and every known document is indexed.
     pub complete: bool,
+    /// The graph's byte bound (in bytes) if it has refused a document's links: then some
+    /// links are missing for good in this graph, whatever the crawl does.
+    pub bound_reached: Option<usize>,
 }
 
 impl Coverage {
@@ -33,9 +36,30 @@ impl Coverage {
 }
 
 /// `graph complete`, `graph partial: 120 of ≥300 documents`,
-/// `graph partial: 120 documents, total unknown` or `graph not built yet: no documents indexed`.
+/// `graph partial: 120 documents, total unknown` or `graph not built yet: no documents indexed`;
+/// once the byte bound refused a document, `(memory bound of 32 MiB reached)` follows.
 impl fmt::Display for Coverage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_state(f)?;
+        match self.bound_reached {
+            Some(bound) => write!(f, " (memory bound of {} reached)", mib_text(bound)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `32 MiB`, `1.5 MiB`, `4096 bytes`.
+fn mib_text(bytes: usize) -> String {
+    const MIB: usize = 1 << 20;
+    match bytes {
+        b if b >= MIB && b % MIB == 0 => format!("{} MiB", b / MIB),
+        b if b >= MIB => format!("{:.1} MiB", b as f64 / MIB as f64),
+        b => format!("{b} bytes"),
+    }
+}
+
+impl Coverage {
+    fn fmt_state(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Coverage { complete: true, .. } => f.write_str("graph complete"),
             Coverage { indexed: 0, .. } => f.write_str("graph not built yet: no documents indexed"),
@@ -63,6 +87,7 @@ mod tests {
             indexed: 64,
             known: Some(64),
             complete: true,
+            bound_reached: None,
         };
         assert_eq!(complete.backlinks_note(12), "(12; graph complete)");
         assert_eq!(complete.backlinks_note(0), "(0; graph complete)");
@@ -71,6 +96,7 @@ mod tests {
             indexed: 120,
             known: Some(300),
             complete: false,
+            bound_reached: None,
         };
         assert_eq!(
             partial.backlinks_note(3),
@@ -81,11 +107,28 @@ mod tests {
             indexed: 5,
             known: None,
             complete: false,
+            bound_reached: None,
         };
         assert_eq!(
             unlisted.backlinks_note(0),
             "(0 so far; graph partial: 5 documents, total unknown)"
         );
+    }
+
+    #[test]
+    fn a_reached_memory_bound_is_said_after_the_state() {
+        let bounded = Coverage {
+            indexed: 120,
+            known: Some(300),
+            complete: false,
+            bound_reached: Some(32 << 20),
+        };
+        assert_eq!(
+            bounded.backlinks_note(3),
+            "(3 so far; graph partial: 120 of ≥300 documents (memory bound of 32 MiB reached))"
+        );
+        assert_eq!(mib_text(3 << 19), "1.5 MiB");
+        assert_eq!(mib_text(4096), "4096 bytes");
     }
 
     #[test]
@@ -95,6 +138,7 @@ mod tests {
                 indexed: 0,
                 known,
                 complete: false,
+                bound_reached: None,
             };
             let note = empty.backlinks_note(0);
             assert_eq!(

@@ -21,6 +21,15 @@ pub enum GraphError {
         /// Which table overflowed.
         what: &'static str,
     },
+    /// Indexing the document would take the graph past its byte bound
+    /// ([`LinkGraph::with_byte_bound`](crate::LinkGraph::with_byte_bound)).
+    #[error(
+        "the link graph reached its memory bound of {bound} bytes, so this document's links are not kept; raise the bound or lower the crawl limits"
+    )]
+    OverBound {
+        /// The bound, in bytes.
+        bound: usize,
+    },
 }
 
 /// Why the crawl planner refused a report from its driver.

@@ -5,7 +5,7 @@ use std::mem::size_of;
 
 use crate::coverage::Coverage;
 use crate::error::GraphError;
-use crate::paths::{PathId, PathTable, check_canonical};
+use crate::paths::{PATH_OVERHEAD_BYTES, PathId, PathTable, check_canonical};
 use crate::text::{MAX_LINK_TEXT_BYTES, MAX_TITLE_BYTES, one_line};
 
 /// Where a link points.
@@ -137,6 +137,12 @@ impl DocEntry {
             .collect()
     }
 
+    /// What the entry costs the graph's byte bound: its own heap bytes and its place in
+    /// each target's backlink list.
+    fn bound_bytes(&self, targets: usize) -> usize {
+        self.heap_bytes() + targets * size_of::<PathId>()
+    }
+
     fn heap_bytes(&self) -> usize {
         self.etag.len()
             + self.title.as_ref().map_or(0, |t| t.len())
@@ -237,6 +243,16 @@ impl EntryBuilder {
     }
 }
 
+/// The per-id slots a live path takes beside the path table: its document, its backlink
+/// list and its discovery flag.
+const SLOT_BYTES: usize =
+    size_of::<Option<DocEntry>>() + size_of::<Vec<PathId>>() + size_of::<bool>();
+
+/// What one live path costs the graph's byte bound.
+fn path_bytes(path: &str) -> usize {
+    path.len() + PATH_OVERHEAD_BYTES + SLOT_BYTES
+}
+
 /// The link graph of one session: see the crate documentation.
 #[derive(Debug, Default)]
 pub struct LinkGraph {
@@ -248,17 +264,40 @@ pub struct LinkGraph {
     /// By `PathId`: listed by the crawler (whether or not indexed since).
     discovered: Vec<bool>,
     crawl_finished: bool,
+    /// Bytes the live paths and entries hold, as the byte bound counts them.
+    held_bytes: usize,
+    /// The byte bound, if any (see [`LinkGraph::with_byte_bound`]).
+    byte_bound: Option<usize>,
+    /// Whether the bound has refused a document in this graph's life.
+    bound_reached: bool,
 }
 
 impl LinkGraph {
-    /// An empty graph.
+    /// An empty graph without a byte bound (the crawl's limits bound it).
     pub fn new() -> LinkGraph {
         LinkGraph::default()
     }
 
+    /// An empty graph that holds at most about `bytes` of paths and links: a document whose
+    /// links would take it past that is not indexed ([`GraphError::OverBound`]), and
+    /// [`Coverage::bound_reached`] says so from then on.
+    ///
+    /// Paths nothing refers to any more (targets of links since replaced or removed) are
+    /// forgotten, so the bound counts what the graph holds now, not what a session once saw.
+    pub fn with_byte_bound(bytes: usize) -> LinkGraph {
+        LinkGraph {
+            byte_bound: Some(bytes),
+            ..LinkGraph::default()
+        }
+    }
+
     fn intern(&mut self, path: &str) -> Result<PathId, GraphError> {
         check_canonical(path)?;
+        let live = self.paths.live();
         let id = self.paths.intern(path)?;
+        if self.paths.live() > live {
+            self.held_bytes += path_bytes(path);
+        }
         let len = self.paths.len();
         if self.docs.len() < len {
             self.docs.resize_with(len, || None);
@@ -266,6 +305,21 @@ impl LinkGraph {
             self.discovered.resize(len, false);
         }
         Ok(id)
+    }
+
+    /// Forgets each of `ids` that nothing refers to any more: not indexed, not discovered,
+    /// linked from nowhere.
+    fn release_unused(&mut self, ids: impl IntoIterator<Item = PathId>) {
+        for id in ids {
+            let i = id.index();
+            if self.docs[i].is_none() && !self.discovered[i] && self.incoming[i].is_empty() {
+                let bytes = path_bytes(self.paths.path(id));
+                if self.paths.release(id) {
+                    self.held_bytes -= bytes;
+                    self.incoming[i] = Vec::new();
+                }
+            }
+        }
     }
 
     fn entry(&self, path: &str) -> Option<&DocEntry> {
@@ -316,27 +370,45 @@ impl LinkGraph {
             }
         }
         let entry = builder.finish(etag, title);
-        self.unlink(source);
-        for target in entry.targets() {
+        let targets = entry.targets();
+        let old_targets = self.unlink(source);
+        let cost = entry.bound_bytes(targets.len());
+        if let Some(bound) = self
+            .byte_bound
+            .filter(|&bound| self.held_bytes + cost > bound)
+        {
+            // Stale links are worse than none: the replaced entry is gone either way.
+            self.bound_reached = true;
+            self.release_unused(old_targets.into_iter().chain(targets).chain([source]));
+            return Err(GraphError::OverBound { bound });
+        }
+        for &target in &targets {
             let sources = &mut self.incoming[target.index()];
             if let Err(at) = sources.binary_search(&source) {
                 sources.insert(at, source);
             }
         }
+        self.held_bytes += cost;
         self.docs[source.index()] = Some(entry);
+        self.release_unused(old_targets);
         Ok(outcome)
     }
 
-    /// Takes `source`'s entry out of the backlink index (and out of the graph).
-    fn unlink(&mut self, source: PathId) -> Option<DocEntry> {
-        let old = self.docs[source.index()].take()?;
-        for target in old.targets() {
+    /// Takes `source`'s entry out of the backlink index (and out of the graph); returns the
+    /// documents it linked to, for [`Self::release_unused`] once the caller is done.
+    fn unlink(&mut self, source: PathId) -> HashSet<PathId> {
+        let Some(old) = self.docs[source.index()].take() else {
+            return HashSet::new();
+        };
+        let targets = old.targets();
+        for target in &targets {
             let sources = &mut self.incoming[target.index()];
             if let Ok(at) = sources.binary_search(&source) {
                 sources.remove(at);
             }
         }
-        Some(old)
+        self.held_bytes -= old.bound_bytes(targets.len());
+        targets
     }
 
     /// Forgets a document that no longer exists (a FETCH answered `not-found` or
@@ -347,7 +419,10 @@ impl LinkGraph {
             return false;
         };
         let was_discovered = std::mem::take(&mut self.discovered[id.index()]);
-        self.unlink(id).is_some() || was_discovered
+        let was_indexed = self.docs[id.index()].is_some();
+        let old_targets = self.unlink(id);
+        self.release_unused(old_targets.into_iter().chain([id]));
+        was_indexed || was_discovered
     }
 
     /// The etag `path` was indexed with: compare before parsing to skip unchanged documents,
@@ -445,11 +520,19 @@ impl LinkGraph {
         let known = (0..self.docs.len())
             .filter(|&i| self.discovered[i] || self.docs[i].is_some())
             .count();
+        let bound_reached = self.byte_bound.filter(|_| self.bound_reached);
         Coverage {
             indexed,
             known: any_discovered.then_some(known),
-            complete: self.crawl_finished && known == indexed,
+            complete: self.crawl_finished && known == indexed && bound_reached.is_none(),
+            bound_reached,
         }
+    }
+
+    /// Bytes the graph's paths and links hold, as its byte bound counts them (live entries
+    /// only; [`Self::approx_bytes`] counts allocated capacity).
+    pub fn held_bytes(&self) -> usize {
+        self.held_bytes
     }
 
     /// Estimated heap bytes held by the graph (capacity-based, without the allocator's own
@@ -812,7 +895,8 @@ mod tests {
             Coverage {
                 indexed: 0,
                 known: None,
-                complete: false
+                complete: false,
+                bound_reached: None
             }
         );
 
@@ -822,7 +906,8 @@ mod tests {
             Coverage {
                 indexed: 1,
                 known: None,
-                complete: false
+                complete: false,
+                bound_reached: None
             }
         );
 
@@ -837,7 +922,8 @@ mod tests {
             Coverage {
                 indexed: 1,
                 known: Some(2),
-                complete: false
+                complete: false,
+                bound_reached: None
             }
         );
 
@@ -849,7 +935,8 @@ mod tests {
             Coverage {
                 indexed: 2,
                 known: Some(2),
-                complete: true
+                complete: true,
+                bound_reached: None
             }
         );
 
@@ -860,6 +947,97 @@ mod tests {
         );
         assert!(graph.remove("/c.md"));
         assert!(graph.coverage().complete, "it was gone after all");
+    }
+
+    #[test]
+    fn targets_no_longer_linked_are_forgotten() {
+        let mut graph = LinkGraph::new();
+        let links_to =
+            |i: usize| (0..50).map(move |j| doc_link(None, "t", &format!("/t{i:03}-{j}.md"), None));
+        graph.update("/a.md", "e000", None, links_to(0)).unwrap();
+        let held = graph.held_bytes();
+        for i in 1..200 {
+            graph
+                .update("/a.md", &format!("e{i:03}"), None, links_to(i))
+                .unwrap();
+        }
+        assert_eq!(
+            graph.held_bytes(),
+            held,
+            "the same shape holds the same bytes"
+        );
+        assert_eq!(graph.paths.live(), 51, "/a.md and its 50 current targets");
+        assert_eq!(graph.paths.len(), 101, "released ids were reused");
+        assert!(graph.backlinks("/t000-0.md").is_empty());
+        assert_eq!(graph.backlinks("/t199-0.md").len(), 1);
+
+        graph
+            .update(
+                "/b.md",
+                "e",
+                None,
+                [doc_link(None, "t", "/t199-0.md", None)],
+            )
+            .unwrap();
+        assert!(graph.remove("/a.md"));
+        assert_eq!(
+            graph.paths.live(),
+            2,
+            "/b.md and the target it still links to"
+        );
+        assert!(!graph.remove("/a.md"), "forgotten for good");
+        assert!(graph.remove("/b.md"));
+        assert_eq!((graph.paths.live(), graph.held_bytes()), (0, 0));
+    }
+
+    #[test]
+    fn the_byte_bound_refuses_documents_and_coverage_says_so() {
+        let bound = 20_000;
+        let mut graph = LinkGraph::with_byte_bound(bound);
+        let mut refused = 0;
+        for i in 0..100 {
+            let edges =
+                (0..10).map(|j| doc_link(Some("s"), "some text", &format!("/d{j}.md"), None));
+            match graph.update(&format!("/doc{i}.md"), "e", None, edges) {
+                Ok(_) => {}
+                Err(GraphError::OverBound { bound: b }) => {
+                    assert_eq!(b, bound);
+                    refused += 1;
+                }
+                Err(e) => panic!("{e}"),
+            }
+            assert!(
+                graph.held_bytes() <= bound,
+                "{} > {bound}",
+                graph.held_bytes()
+            );
+            assert!(
+                graph.approx_bytes() < 4 * bound,
+                "allocations follow the bound too"
+            );
+        }
+        assert!(refused > 0 && refused < 100, "{refused}");
+        assert!(!graph.is_indexed("/doc99.md"));
+        graph.mark_complete();
+        let coverage = graph.coverage();
+        assert_eq!(coverage.bound_reached, Some(bound));
+        assert!(!coverage.complete, "refused links are missing links");
+        assert!(
+            coverage
+                .to_string()
+                .ends_with("(memory bound of 20000 bytes reached)"),
+            "{coverage}"
+        );
+
+        // A replaced document that no longer fits loses its stale links too.
+        let many = (0..1000).map(|j| doc_link(None, "t", &format!("/many{j}.md"), None));
+        assert!(graph.update("/doc0.md", "e2", None, many).is_err());
+        assert!(graph.outbound("/doc0.md").is_none());
+        assert!(
+            graph.paths.get("/many0.md").is_none(),
+            "its targets were not kept"
+        );
+        assert!(LinkGraph::new().coverage().bound_reached.is_none());
     }
 
     #[test]

@@ -32,13 +32,20 @@ impl PathId {
 }
 
 /// Interned paths. One allocation per distinct path, shared by the id list and the hash index.
-/// Paths are never forgotten: the table grows with the distinct paths of a session, which the
-/// crawl bounds.
+/// A path nothing refers to any more is [released](PathTable::release) and its id reused, so
+/// the table holds the paths the graph uses now, not every path a session ever saw.
 #[derive(Debug, Default)]
 pub(crate) struct PathTable {
     by_id: Vec<Arc<str>>,
     ids: HashMap<Arc<str>, PathId>,
+    /// Released ids, handed out again before new ones.
+    free: Vec<PathId>,
 }
+
+/// Bytes one live path costs besides its text: its slot in the id list, its hash-index
+/// entry (at the 7/8 load factor, with its control byte) and its `Arc` counters.
+pub(crate) const PATH_OVERHEAD_BYTES: usize =
+    size_of::<Arc<str>>() + (size_of::<(Arc<str>, PathId)>() + 1) * 8 / 7 + 2 * size_of::<usize>();
 
 impl PathTable {
     /// The id of `path`, adding it if new. The caller has checked the path is canonical.
@@ -46,14 +53,33 @@ impl PathTable {
         if let Some(&id) = self.ids.get(path) {
             return Ok(id);
         }
+        let shared: Arc<str> = Arc::from(path);
+        if let Some(id) = self.free.pop() {
+            self.by_id[id.index()] = Arc::clone(&shared);
+            self.ids.insert(shared, id);
+            return Ok(id);
+        }
         let raw = u32::try_from(self.by_id.len())
             .ok()
             .filter(|&raw| raw != PathId::RESERVED)
             .ok_or(GraphError::Full { what: "paths" })?;
-        let shared: Arc<str> = Arc::from(path);
         self.by_id.push(Arc::clone(&shared));
         self.ids.insert(shared, PathId(raw));
         Ok(PathId(raw))
+    }
+
+    /// Forgets `id`'s path; the id is handed out again for a later path. The caller has
+    /// checked that nothing refers to `id` any more. Returns whether it was held.
+    pub(crate) fn release(&mut self, id: PathId) -> bool {
+        let Some(slot) = self.by_id.get_mut(id.index()) else {
+            return false;
+        };
+        if self.ids.remove(&**slot).is_none() {
+            return false;
+        }
+        *slot = Arc::from("");
+        self.free.push(id);
+        true
     }
 
     pub(crate) fn get(&self, path: &str) -> Option<PathId> {
@@ -65,8 +91,14 @@ impl PathTable {
         self.by_id.get(id.index()).map_or("", |p| p)
     }
 
+    /// Slots in the id list, released ones included: the length of the graph's per-id tables.
     pub(crate) fn len(&self) -> usize {
         self.by_id.len()
+    }
+
+    /// Paths held now (released ones not counted).
+    pub(crate) fn live(&self) -> usize {
+        self.ids.len()
     }
 
     /// Heap bytes: the id list, the hash index (buckets at a 7/8 load factor plus one control
@@ -80,7 +112,7 @@ impl PathTable {
             .iter()
             .map(|p| p.len() + 2 * size_of::<usize>())
             .sum();
-        list + index + strings
+        list + index + strings + self.free.capacity() * size_of::<PathId>()
     }
 }
 
@@ -130,6 +162,22 @@ mod tests {
         assert_eq!(table.get("/c.md"), None);
         assert_eq!(table.len(), 2);
         assert!(table.approx_bytes() >= "/a.md".len() + "/dir/b.md".len());
+    }
+
+    #[test]
+    fn a_released_path_is_forgotten_and_its_id_reused() {
+        let mut table = PathTable::default();
+        let a = table.intern("/a.md").unwrap();
+        let b = table.intern("/b.md").unwrap();
+        assert!(table.release(a));
+        assert_eq!(table.get("/a.md"), None);
+        assert_eq!(table.live(), 1);
+        assert!(!table.release(a), "released once only");
+        let c = table.intern("/c.md").unwrap();
+        assert_eq!(c, a, "the released id is handed out again");
+        assert_eq!(table.path(c), "/c.md");
+        assert_eq!(table.get("/b.md"), Some(b));
+        assert_eq!((table.len(), table.live()), (2, 2));
     }
 
     #[test]

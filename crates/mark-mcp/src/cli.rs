@@ -75,6 +75,9 @@ pub struct Cli {
     /// Body bytes one crawl reads at most.
     #[arg(long, global = true, default_value = "64MiB", value_name = "BYTES", value_parser = parse_bytes)]
     pub crawl_bytes: usize,
+    /// Memory the link graph holds at most (its paths and links).
+    #[arg(long, global = true, default_value = "32MiB", value_name = "BYTES", value_parser = parse_bytes)]
+    pub graph_bytes: usize,
     /// Time after which a crawl sends no new request.
     #[arg(long, global = true, default_value = "60s", value_name = "DURATION", value_parser = parse_duration)]
     pub crawl_time: Duration,
@@ -220,6 +223,7 @@ impl Cli {
                     self.crawl_wait
                 },
                 fresh_for: self.graph_fresh_for,
+                graph_bytes: self.graph_bytes,
                 at_start: self.crawl
                     || matches!(self.source_choice(), Some(SourceChoice::Folder(_))),
             },

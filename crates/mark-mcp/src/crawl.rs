@@ -46,6 +46,9 @@ pub struct CrawlSettings {
     pub fresh_for: Duration,
     /// Crawl as soon as the session starts rather than at the first card.
     pub at_start: bool,
+    /// Memory the link graph holds at most; past it a document's links are
+    /// not kept and cards say the bound was reached.
+    pub graph_bytes: usize,
 }
 
 impl Default for CrawlSettings {
@@ -60,6 +63,7 @@ impl Default for CrawlSettings {
             wait: Duration::from_secs(10),
             fresh_for: Duration::from_secs(60),
             at_start: false,
+            graph_bytes: 32 * 1024 * 1024,
         }
     }
 }
@@ -300,7 +304,10 @@ impl SessionGraph {
     pub fn new(source: Arc<dyn Source>, settings: CrawlSettings) -> SessionGraph {
         SessionGraph {
             shared: Arc::new(Shared {
-                graph: RwLock::new(Indexed::default()),
+                graph: RwLock::new(Indexed {
+                    graph: LinkGraph::with_byte_bound(settings.graph_bytes),
+                    stamps: HashMap::new(),
+                }),
                 source,
                 settings,
                 progress: watch::Sender::new(CrawlProgress::idle()),

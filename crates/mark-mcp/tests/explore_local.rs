@@ -311,6 +311,23 @@ async fn node_corpus_backlinks_match_a_direct_scan() {
     mcp.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_graph_memory_bound_leaves_an_honest_partial_graph() {
+    let root = corpus("nodejs-api");
+    let mcp = Mcp::start(&["--root", root.to_str().unwrap(), "--graph-bytes", "100000"]).await;
+    let card = explore(&mcp, "/errors.md", None).await;
+    assert_eq!(card.status(), "ok", "{}", card.text);
+    let heading = heading_line(&card.text, "## Backlinks");
+    assert!(
+        heading.contains("graph partial")
+            && heading.ends_with("(memory bound of 100000 bytes reached))"),
+        "{heading}"
+    );
+    // With the default bound the same corpus gives all 22 (node_corpus_backlinks_match_a_direct_scan).
+    assert!(number_after(heading, "## Backlinks (") < 22, "{heading}");
+    mcp.stop().await;
+}
+
 /// The number right after `marker` in `text`.
 fn number_after(text: &str, marker: &str) -> usize {
     let rest = text.split(marker).nth(1).unwrap();
