@@ -139,17 +139,17 @@ impl Client {
                 let connection = self.connection(host, port, deadline).await?;
                 self.inner.exchange(&connection, &bytes, deadline).await
             }
-            Err(e @ ClientError::RequestTimeout { .. }) => {
-                // A server that crashed and came back on the same port never
-                // answers the old connection (its stateless resets carry a
-                // new key), so that connection would stay silent until its
-                // idle timeout: drop it, and the next request reconnects. A
-                // peer that acknowledged anything meanwhile is alive (just
-                // slow), and its connection carries other requests: keep it.
-                if connection.stats().frame_rx.acks == acks_before {
-                    connection.close(VarInt::from_u32(0), b"request timed out");
-                }
-                Err(e)
+            Err(ClientError::RequestTimeout { timeout })
+                if connection.stats().frame_rx.acks == acks_before =>
+            {
+                // A silent peer (a server that crashed and came back on the
+                // same port never answers the old connection; a link that
+                // went dark) would keep this connection until its idle
+                // timeout: drop it, and the next request reconnects. A peer
+                // that acknowledged anything meanwhile is alive (just slow),
+                // and its connection carries other requests: it stays.
+                connection.close(VarInt::from_u32(0), b"request timed out");
+                Err(ClientError::StoppedAnswering { timeout })
             }
             result => result,
         }

@@ -92,6 +92,16 @@ pub enum ClientError {
         /// The request timeout.
         timeout: Duration,
     },
+    /// Nothing at all came back while a request waited, not even an
+    /// acknowledgement: the server or the network between went silent. The
+    /// connection is dropped, so the next request reconnects.
+    #[error(
+        "the server stopped answering (nothing came back within {timeout:?}, not even an acknowledgement); check the network and that the server runs, then retry: the next request reconnects"
+    )]
+    StoppedAnswering {
+        /// The request timeout.
+        timeout: Duration,
+    },
     /// The response is larger than the configured cap.
     #[error(
         "the response is larger than the {cap}-byte cap; raise the response size cap or ask for less (a section, a page)"

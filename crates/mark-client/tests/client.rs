@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use mark_client::{Client, ClientConfig, ClientError, Token, Trust, format_fingerprint};
 use mark_proto::{MarkUrl, Request, Status, Verb, WireError};
-use support::{Action, ServerOptions, TestServer, UdpRelay, echo};
+use mark_testkit::{LinkShape, UdpRelay};
+use support::{Action, ServerOptions, TestServer, echo};
 
 /// Every test finishes well within this, or fails instead of hanging.
 const GUARD: Duration = Duration::from_secs(20);
@@ -230,7 +231,7 @@ async fn a_slow_request_leaves_the_shared_connection_open() {
 #[tokio::test]
 async fn a_server_that_came_back_gets_a_new_connection_after_a_timeout() {
     let first = TestServer::start(echo);
-    let relay = UdpRelay::start(first.addr).await;
+    let relay = UdpRelay::start(first.addr, LinkShape::CLEAN, 1).unwrap();
     // The same certificate cannot be reused by a second test server, so trust any.
     let client = Client::new(ClientConfig {
         trust: Trust::Insecure,
@@ -239,7 +240,7 @@ async fn a_server_that_came_back_gets_a_new_connection_after_a_timeout() {
         ..ClientConfig::default()
     })
     .unwrap();
-    let port = relay.addr.port();
+    let port = relay.addr().port();
     let request = || client.request("127.0.0.1", port, Request::new(Verb::Fetch, "/a.md"));
     assert_eq!(request().await.unwrap().status, Status::Ok);
     // The server "restarts": a new process behind the same address knows
@@ -250,7 +251,7 @@ async fn a_server_that_came_back_gets_a_new_connection_after_a_timeout() {
     let response = loop {
         match tokio::time::timeout(GUARD, request()).await.unwrap() {
             Ok(response) => break response,
-            Err(ClientError::RequestTimeout { .. }) if timeouts < 2 => timeouts += 1,
+            Err(ClientError::StoppedAnswering { .. }) if timeouts < 2 => timeouts += 1,
             Err(other) => panic!("after {timeouts} timeouts: {other}"),
         }
     };

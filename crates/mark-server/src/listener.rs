@@ -23,7 +23,8 @@ pub struct Limits {
     /// Largest request in bytes (line + metadata + body).
     pub max_request: usize,
     /// Time a stream has to deliver its whole request, and then to take the
-    /// whole response.
+    /// whole response; a response the client keeps acknowledging gets up to
+    /// [`SLOW_LINK_FACTOR`] times as long (a slow or lossy link).
     pub stream_timeout: Duration,
     /// Connections served at once; more are refused.
     pub max_connections: usize,
@@ -43,6 +44,10 @@ impl Limits {
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How long a QUIC handshake may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How many stream timeouts a response may take in all while the client
+/// keeps acknowledging packets within each one.
+pub const SLOW_LINK_FACTOR: u32 = 6;
 
 /// QUIC transport settings for the server.
 pub fn transport_config(limits: &Limits) -> quinn::TransportConfig {
@@ -130,7 +135,8 @@ async fn serve_connection(
         tokio::select! {
             accepted = connection.accept_bi() => match accepted {
                 Ok((send, recv)) => {
-                    streams.spawn(serve_stream(send, recv, Arc::clone(&handler), limits));
+                    let connection = connection.clone();
+                    streams.spawn(serve_stream(connection, send, recv, Arc::clone(&handler), limits));
                 }
                 Err(e) => {
                     debug!(%peer, "connection closed: {e}");
@@ -146,6 +152,7 @@ async fn serve_connection(
 }
 
 async fn serve_stream(
+    connection: quinn::Connection,
     mut send: SendStream,
     mut recv: RecvStream,
     handler: Handler,
@@ -205,14 +212,37 @@ async fn serve_stream(
         send.stopped().await?;
         Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
     };
-    match tokio::time::timeout(limits.stream_timeout, write).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => debug!("response write failed: {e}"),
-        Err(_) => {
+    match while_acknowledged(&connection, limits.stream_timeout, write).await {
+        Some(Ok(())) => {}
+        Some(Err(e)) => debug!("response write failed: {e}"),
+        None => {
             debug!("response write timed out");
             let _ = send.reset(0u8.into());
         }
     }
+}
+
+/// Runs `work` for one `timeout`, and again for each further `timeout` in
+/// which the peer acknowledged something (it is alive, the link is slow), up
+/// to [`SLOW_LINK_FACTOR`] in all; `None` when it ran out.
+async fn while_acknowledged<T>(
+    connection: &quinn::Connection,
+    timeout: Duration,
+    work: impl Future<Output = T>,
+) -> Option<T> {
+    tokio::pin!(work);
+    let mut acks = connection.stats().frame_rx.acks;
+    for _ in 0..SLOW_LINK_FACTOR {
+        if let Ok(done) = tokio::time::timeout(timeout, &mut work).await {
+            return Some(done);
+        }
+        let now = connection.stats().frame_rx.acks;
+        if now == acks {
+            return None;
+        }
+        acks = now;
+    }
+    None
 }
 
 /// Runs the engine on the blocking pool (it does file I/O).

@@ -1,5 +1,7 @@
 //! Test support for the mark workspace: real `mark-server` processes on
-//! 127.0.0.1 and temporary stores. Dev-only (`publish = false`).
+//! 127.0.0.1, temporary stores, and a UDP relay ([`UdpRelay`]) that gives
+//! loopback a real network's delay, loss, reordering, duplication and black
+//! holes. Dev-only (`publish = false`).
 //!
 //! This crate is not a fake server and not a client: it starts the real
 //! `mark-server` binary, waits for its `listening <addr> fingerprint
@@ -24,11 +26,13 @@
 mod binary;
 mod cert;
 mod process;
+mod relay;
 mod store;
 
 pub use binary::{mark_server_binary, workspace_binary};
 pub use cert::{TestCertificate, write_test_certificate};
 pub use process::{LoggedRequest, MarkServerProcess, parse_listening_line, parse_request_line};
+pub use relay::{Direction, LinkShape, RelayStats, UdpRelay};
 pub use store::{TempStore, generate_token, import_store, run_mark_server};
 
 use std::time::Duration;
