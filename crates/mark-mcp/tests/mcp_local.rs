@@ -261,6 +261,51 @@ async fn long_bodies_come_in_pages() {
     mcp.stop().await;
 }
 
+/// #14.10: a cursor mark-mcp did not give for this request (a page number
+/// past the end, a made-up etag, a whole-body cursor used for a section) is
+/// a one-line error, not a page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cursor_not_given_for_this_request_is_a_one_line_error() {
+    let mcp = Mcp::start(&root_args(&kb(), &["--page-bytes", "4000"])).await;
+    let first = mcp
+        .call("mark_fetch", json!({"url": "/large.md", "mode": "full"}))
+        .await;
+    let given = first.body().rsplit('"').nth(1).unwrap().to_string();
+    let page2 = mcp
+        .call("mark_fetch", json!({"url": "/large.md", "cursor": given}))
+        .await;
+    assert_eq!(page2.field("page"), Some("2 of 4"), "{}", page2.text);
+    let (etag_part, _) = given.rsplit_once('.').unwrap();
+    let forged = [
+        given.replacen("p2.", "p99.", 1),
+        "p2.000000000000".to_string(),
+        format!("{etag_part}.000000"),
+    ];
+    for cursor in &forged {
+        let r = mcp
+            .call("mark_fetch", json!({"url": "/large.md", "cursor": cursor}))
+            .await;
+        assert!(r.is_error, "{cursor}: {}", r.text);
+        assert!(r.text.contains("is not one mark-mcp gave"), "{}", r.text);
+        assert_eq!(r.body().trim().lines().count(), 1, "{}", r.text);
+    }
+    let section = mcp
+        .call(
+            "mark_fetch",
+            json!({"url": "/large.md#tide-tables", "cursor": given}),
+        )
+        .await;
+    assert!(section.is_error, "{}", section.text);
+    assert!(
+        section
+            .text
+            .contains("is not one mark-mcp gave for /large.md#tide-tables"),
+        "{}",
+        section.text
+    );
+    mcp.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lookup_list_versions_and_refused_writes() {
     let mcp = Mcp::start(&root_args(&kb(), &["--write"])).await;
