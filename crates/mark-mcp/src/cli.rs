@@ -300,6 +300,23 @@ pub async fn run(session: &Session, verb: Verb, write: bool) -> ToolText {
     }
 }
 
+/// The exit status of a verb's result, the one rule of the README's "Exit
+/// codes" (MCP's `isError` is true exactly when it is 1): 0 when the call
+/// did what was asked (`unchanged` and a write preview included); 1 for a
+/// tool error, a write that was asked to apply and did not among them; 2 for
+/// a read the source answered with a status other than ok (`not-found`,
+/// `unauthorized`, `server-error`, …).
+pub fn exit_code(result: &ToolText) -> u8 {
+    const DID_WHAT_WAS_ASKED: [&str; 4] = ["ok", "unchanged", "preview", "created"];
+    if result.is_error {
+        1
+    } else if DID_WHAT_WAS_ASKED.contains(&result.status.as_str()) {
+        0
+    } else {
+        2
+    }
+}
+
 /// `open` on a plain file: no source needed.
 pub fn open_file(args: &OpenArgs) -> Option<Result<String, String>> {
     let (path, fragment) = split_fragment(&args.target);

@@ -151,7 +151,8 @@ async fn current(session: &Session, path: &str, now: Instant) -> Result<Option<C
             }))
         }
         Loaded::Answer(t) if t.status == "not-found" => Ok(None),
-        Loaded::Answer(t) => Err(t),
+        // Archived, refused, timed out: the write cannot go on.
+        Loaded::Answer(t) => Err(t.as_error()),
     }
 }
 
