@@ -275,6 +275,35 @@ fn temp_path(dir: &Path, stem: &str) -> PathBuf {
     ))
 }
 
+/// How old a temp file must be before it counts as a crashed writer's: a
+/// live write holds its temp file for milliseconds, so one this old is
+/// never another process's write in progress.
+pub(crate) const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Whether `file_name` is one of [`temp_path`]'s names.
+fn is_temp_name(file_name: &str) -> bool {
+    file_name.starts_with('.') && file_name.ends_with(".tmp")
+}
+
+/// Removes the temp files in `vdir` last modified before `cutoff` (a
+/// writer killed between create and link leaves one); the count removed.
+pub(crate) fn remove_stale_temps(vdir: &Path, cutoff: std::time::SystemTime) -> io::Result<usize> {
+    let mut removed = 0;
+    for entry in fs::read_dir(vdir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if !name.to_str().is_some_and(is_temp_name) {
+            continue;
+        }
+        let meta = entry.metadata()?;
+        if meta.is_file() && meta.modified().is_ok_and(|m| m < cutoff) {
+            fs::remove_file(entry.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Writes version `n` of `name` exclusively. `Ok(false)` when `n` already
 /// exists (another writer won it); the file is then left untouched.
 pub(crate) fn write_version(
