@@ -94,6 +94,9 @@ pub struct Cli {
     /// Longest wait for one request to a Mark server (--host), answer included.
     #[arg(long, global = true, default_value = "15s", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Duration,
+    /// Largest answer taken from a Mark server (--host), in bytes (k, M suffixes).
+    #[arg(long, global = true, default_value = "16MiB", value_name = "BYTES", value_parser = parse_bytes)]
+    pub max_response_bytes: usize,
     /// Offer the write tools (mark_publish, mark_append, mark_archive).
     #[arg(long, global = true)]
     pub write: bool,

@@ -366,8 +366,9 @@ async fn write(session: &Session, path: &str, req: Request, verb: &str) -> ToolT
         _ => {
             let t = passthrough(&resp);
             if matches!(resp.status, Status::Unauthorized | Status::NotPermitted) {
-                let why = t.text.clone();
-                return refused(t, verb, path, &why);
+                let why = resp.error_message();
+                let why = why.lines().next().unwrap_or("").trim();
+                return refused(t, verb, path, why);
             }
             t.as_error()
         }

@@ -90,6 +90,10 @@ enum Command {
         /// documents in it would no longer be served.
         #[arg(long, value_name = "DIR")]
         mark: Option<PathBuf>,
+        /// The document limit the store will be served with: larger files
+        /// are imported with a warning (writes to them would be refused).
+        #[arg(long, default_value_t = mark_store::DEFAULT_MAX_DOCUMENT_BYTES, value_name = "BYTES")]
+        max_document_bytes: usize,
     },
     /// Manage capability tokens.
     Token {
@@ -130,12 +134,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Import {
             src: Some(src),
             dest: Some(dest),
+            max_document_bytes,
             ..
         }) => {
-            let report = mark_store::import(&src, &dest, SystemTime::now())
+            let report = mark_store::import(&src, &dest, SystemTime::now(), max_document_bytes)
                 .with_context(|| format!("importing {} into {}", src.display(), dest.display()))?;
             for skipped in &report.skipped {
                 tracing::warn!("skipped {skipped}");
+            }
+            for (doc, len) in &report.over_limit {
+                tracing::warn!(
+                    "{doc} is {len} bytes, over the {max_document_bytes}-byte document limit: it is served, but a publish or append to it is refused as too large unless the server runs with --max-document-bytes {len} or more"
+                );
             }
             tracing::info!(
                 "imported {} documents into {} ({} unchanged, {} skipped)",

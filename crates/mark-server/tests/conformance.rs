@@ -752,7 +752,12 @@ async fn oversized_request_line_and_metadata_are_refused_and_the_server_keeps_se
     // A body over the transport cap (request line + metadata + 1 MiB document).
     let mut huge = b"PUBLISH /guide/huge.md\n".to_vec();
     huge.resize(huge.len() + 2 * 1024 * 1024, b'a');
-    assert_status(&conn.exchange(&huge).await, Status::TooLarge);
+    let resp = conn.exchange(&huge).await;
+    assert_status(&resp, Status::TooLarge);
+    // #14.11: the message names the document limit (1 MiB), not the request cap.
+    let message = String::from_utf8_lossy(&resp.body);
+    assert!(message.contains("at most 1048576 bytes"), "{message}");
+    assert!(!message.contains("1118216"), "{message}");
 
     assert_status(&conn.exchange(b"FETCH /index.md\n").await, Status::Ok);
     assert_status(&fx.fetch("/index.md").await, Status::Ok);
@@ -1171,6 +1176,31 @@ fn import_makes_every_file_version_one() {
         })
         .count();
     assert_eq!(history, 1);
+}
+
+/// #14.9: `import` takes a file over `--max-document-bytes` but says so, and
+/// what a write to it would need.
+#[test]
+fn import_warns_of_a_document_over_the_limit() {
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("small.md"), "# Small\n").unwrap();
+    std::fs::write(src.path().join("big.md"), "x".repeat(2_000_000)).unwrap();
+    let dest = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(mark_testkit::mark_server_binary().unwrap())
+        .arg("import")
+        .arg(src.path())
+        .arg(dest.path().join("store"))
+        .env("RUST_LOG", "info")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("/big.md is 2000000 bytes, over the 1048576-byte document limit"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--max-document-bytes 2000000"), "{stderr}");
+    assert!(!stderr.contains("/small.md is"), "{stderr}");
 }
 
 #[test]

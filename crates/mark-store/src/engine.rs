@@ -90,7 +90,7 @@ fn denial(d: Denial) -> Response {
         Denial::Unauthorized => Response::error(
             Status::Unauthorized,
             "Unauthorized",
-            "This request needs a valid token in the `auth` metadata.",
+            "This request needs a valid token; give your client one (mark-mcp: --token-file FILE or MARK_TOKEN).",
         ),
         Denial::NotPermitted => not_permitted(
             "The token does not grant this operation on this path, or it has expired.",

@@ -121,7 +121,11 @@ fn flat_mode_never_serves_a_symlink_swapped_during_the_read() {
             let temp = dir.join("swap.tmp");
             let mut i = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let target = if i.is_multiple_of(2) { &secret } else { &inside };
+                let target = if i.is_multiple_of(2) {
+                    &secret
+                } else {
+                    &inside
+                };
                 let _ = std::fs::remove_file(&temp);
                 std::os::unix::fs::symlink(target, &temp).unwrap();
                 std::fs::rename(&temp, &link).unwrap();
