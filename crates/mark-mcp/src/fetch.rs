@@ -392,6 +392,7 @@ impl View<'_> {
         })
         .collect::<Vec<_>>()
         .join("\n");
+        let has_headings = !out.trim().is_empty();
         if heading.is_none() {
             let opening = doc.opening_paragraph(400);
             if !opening.is_empty() {
@@ -409,10 +410,16 @@ impl View<'_> {
                 self.threshold()
             )
         };
-        out.push_str(&format!(
-            "\n\n{wanted} Fetch a section with url \"{}#anchor\" (several: anchors [..]); force=true for the whole {what}.",
-            self.path
-        ));
+        if has_headings {
+            out.push_str(&format!(
+                "\n\n{wanted} Fetch a section with url \"{}#anchor\" (several: anchors [..]); force=true for the whole {what}.",
+                self.path
+            ));
+        } else {
+            out.push_str(&format!(
+                "\n\n{wanted} It has no headings, so no #anchor to fetch: read it in pages with mode \"full\" (each page names the cursor of the next)."
+            ));
+        }
         let changed_from =
             self.session
                 .log()

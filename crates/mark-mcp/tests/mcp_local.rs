@@ -261,6 +261,31 @@ async fn long_bodies_come_in_pages() {
     mcp.stop().await;
 }
 
+/// #14.11: a large document with no headings says so and offers pages,
+/// not a `#anchor` it does not have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_document_without_headings_offers_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "A line of plain prose without any heading at all.\n\n".repeat(400);
+    std::fs::write(dir.path().join("plain.md"), &text).unwrap();
+    let mcp = Mcp::start(&root_args(dir.path(), &[])).await;
+    let r = mcp.fetch("/plain.md").await;
+    assert_eq!(r.field("mode"), Some("outline"), "{}", r.text);
+    assert!(
+        r.body().contains(
+            "It has no headings, so no #anchor to fetch: read it in pages with mode \"full\""
+        ),
+        "{}",
+        r.text
+    );
+    assert!(!r.body().contains("#anchor\" (several"), "{}", r.text);
+    let full = mcp
+        .call("mark_fetch", json!({"url": "/plain.md", "mode": "full"}))
+        .await;
+    assert_eq!(full.status(), "ok", "{}", full.text);
+    mcp.stop().await;
+}
+
 /// #14.10: a cursor mark-mcp did not give for this request (a page number
 /// past the end, a made-up etag, a whole-body cursor used for a section) is
 /// a one-line error, not a page.

@@ -176,7 +176,7 @@ fn generate_token(
     expires: Option<&str>,
     tokens: &std::path::Path,
 ) -> anyhow::Result<()> {
-    let expires = expires
+    let expires_at = expires
         .map(|s| {
             time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
                 .map(SystemTime::from)
@@ -185,6 +185,13 @@ fn generate_token(
                 })
         })
         .transpose()?;
+    if let (Some(at), Some(text)) = (expires_at, expires)
+        && at <= SystemTime::now()
+    {
+        bail!(
+            "--expires `{text}` is already past, so the token would never work; give a time in the future"
+        );
+    }
     let globs = split_list(paths);
     let operations = split_list(ops)
         .iter()
@@ -197,7 +204,7 @@ fn generate_token(
     if globs.is_empty() || operations.is_empty() {
         bail!("--paths and --ops each need at least one entry");
     }
-    let raw = mark_store::generate_token(&globs, &operations, expires, tokens)
+    let raw = mark_store::generate_token(&globs, &operations, expires_at, tokens)
         .with_context(|| format!("adding a token to {}", tokens.display()))?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{raw}")?;

@@ -86,7 +86,14 @@ impl Fixture {
             writer: generate_token(&file, "/**", "publish", None).unwrap(),
             guide_writer: generate_token(&file, "/guide/**", "publish", None).unwrap(),
             private_reader: generate_token(&file, "/private/**", "read", None).unwrap(),
-            expired: generate_token(&file, "/**", "publish", Some("2020-01-01T00:00:00Z")).unwrap(),
+            // `token generate` refuses a past expiry: the library writes one.
+            expired: mark_store::generate_token(
+                &["/**".to_string()],
+                &[mark_store::Op::Publish],
+                Some(std::time::UNIX_EPOCH + Duration::from_secs(1_577_836_800)),
+                &file,
+            )
+            .unwrap(),
         };
         let mut args = vec!["--tokens".to_string(), file.display().to_string()];
         args.extend(extra.iter().map(|s| s.to_string()));
@@ -1201,6 +1208,52 @@ fn import_warns_of_a_document_over_the_limit() {
     );
     assert!(stderr.contains("--max-document-bytes 2000000"), "{stderr}");
     assert!(!stderr.contains("/small.md is"), "{stderr}");
+}
+
+/// #14.11: `token generate` refuses an expiry already past, and mark-server
+/// says each cause of an error once (no repeated `month was not in range`).
+#[test]
+fn token_generate_refuses_a_past_expiry_and_says_each_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tokens.toml");
+    let generate = |expires: &str| {
+        let out = std::process::Command::new(mark_testkit::mark_server_binary().unwrap())
+            .args([
+                "token",
+                "generate",
+                "--paths",
+                "/**",
+                "--ops",
+                "read",
+                "--expires",
+                expires,
+            ])
+            .arg("--tokens")
+            .arg(&file)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, stderr) = generate("2020-01-01T00:00:00Z");
+    assert!(!ok && stderr.contains("is already past"), "{stderr}");
+    assert!(!file.exists(), "a token that can never work was stored");
+    let (ok, stderr) = generate("2027-13-01T00:00:00Z");
+    assert!(!ok, "{stderr}");
+    assert_eq!(
+        stderr.matches("month was not in range").count(),
+        1,
+        "{stderr}"
+    );
+    let out = std::process::Command::new(mark_testkit::mark_server_binary().unwrap())
+        .args(["--root", "/nonexistent/mark-root"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(stderr.matches("os error 2").count(), 1, "{stderr}");
 }
 
 #[test]
