@@ -6,6 +6,7 @@ use crate::clock::unix_seconds;
 use crate::paths::{SafePath, is_contained, is_servable, servable_canonical};
 use crate::versioned::{self, FolderIndex, History, VERSIONS_DIR, sha256_hex};
 use mark_proto::list::ListEntry;
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -71,12 +72,18 @@ pub(crate) struct Stamp {
     pub mtime_ns: i128,
 }
 
-/// The store: a canonical root and a mode.
+/// The store: a canonical root, a mode, and what VERSIONS learnt of each
+/// document's version files (so it reads only the new or changed ones).
 #[derive(Debug)]
 pub(crate) struct Store {
     root: PathBuf,
     mode: StoreMode,
+    version_records: std::sync::Mutex<HashMap<PathBuf, versioned::VersionRecords>>,
 }
+
+/// Documents whose version records are kept; past it they are all dropped
+/// (the next VERSIONS of each reads its files again, as without them).
+const RECORDED_DOCUMENTS: usize = 10_000;
 
 fn not_found_is_none<T>(r: io::Result<T>) -> io::Result<Option<T>> {
     match r {
@@ -116,7 +123,11 @@ fn mtime_ns(m: &fs::Metadata) -> i128 {
 impl Store {
     /// A store over `root`, which must be canonical.
     pub(crate) fn new(root: PathBuf, mode: StoreMode) -> Store {
-        Store { root, mode }
+        Store {
+            root,
+            mode,
+            version_records: std::sync::Mutex::default(),
+        }
     }
 
     /// The canonical root.
@@ -259,7 +270,22 @@ impl Store {
                 let Some((vdir, _, name)) = self.versioned_parts(doc) else {
                     return Ok(None);
                 };
-                let h = versioned::history(&vdir, &name)?;
+                let key = vdir.join(&name);
+                let mut records = self
+                    .version_records
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&key)
+                    .unwrap_or_default();
+                let h = versioned::history(&vdir, &name, &mut records)?;
+                let mut all = self
+                    .version_records
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if all.len() >= RECORDED_DOCUMENTS {
+                    all.clear();
+                }
+                all.insert(key, records);
                 Ok((!h.versions.is_empty()).then_some(h))
             }
         }
