@@ -261,6 +261,40 @@ async fn long_bodies_come_in_pages() {
     mcp.stop().await;
 }
 
+/// #14.11: a history longer than one result pages with the cursor its
+/// `+N older versions` line gives; a cursor it did not give is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_history_pages_with_its_cursor() {
+    let store = mark_testkit::import_store(&kb()).unwrap();
+    let mcp = Mcp::start(&root_args(store.path(), &["--write"])).await;
+    for v in 0..60u64 {
+        mcp.publish("/log.md", &format!("# Log\n\nentry {v}\n"), v)
+            .await
+            .assert_created(&(v + 1).to_string());
+    }
+    let first = mcp.call("mark_versions", json!({"url": "/log.md"})).await;
+    assert_eq!(first.field("total"), Some("60"), "{}", first.text);
+    assert!(first.body().starts_with("- v60  "), "{}", first.text);
+    assert!(
+        first.body().contains("+10 older versions: cursor \"v10\""),
+        "{}",
+        first.text
+    );
+    let older = mcp
+        .call("mark_versions", json!({"url": "/log.md", "cursor": "v10"}))
+        .await;
+    assert!(older.body().starts_with("- v10  "), "{}", older.text);
+    assert!(older.body().contains("- v1  "), "{}", older.text);
+    assert!(!older.body().contains("older versions"), "{}", older.text);
+    for bad in ["v99", "junk"] {
+        let r = mcp
+            .call("mark_versions", json!({"url": "/log.md", "cursor": bad}))
+            .await;
+        assert!(r.is_error, "{bad}: {}", r.text);
+    }
+    mcp.stop().await;
+}
+
 /// #14.11: a large document with no headings says so and offers pages,
 /// not a `#anchor` it does not have.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
