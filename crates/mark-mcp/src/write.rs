@@ -399,13 +399,15 @@ fn refuses(session: &Session, verb: &str, path: &str) -> Result<(), ToolText> {
 /// The conflict of a write (or of its preview) over `yours` when the
 /// document is at `theirs`.
 fn conflict(path: &str, yours: u64, theirs: u64, verb: &str) -> ToolText {
+    // The pinned url reads v{theirs} even when the document is archived
+    // (its plain url then answers `archived`).
     let next = if verb == "append" {
         format!(
-            "fetch \"{path}\", check whether your text is already there (append is not idempotent), then append with expected_version {theirs}"
+            "fetch \"{path}/v{theirs}\", check whether your text is already there (append is not idempotent), then append with expected_version {theirs}"
         )
     } else {
         format!(
-            "fetch \"{path}\" to see v{theirs}, merge your change into it, then {verb} with expected_version {theirs}"
+            "fetch \"{path}/v{theirs}\" to see v{theirs}, merge your change into it, then {verb} with expected_version {theirs}"
         )
     };
     ToolText::new("conflict")

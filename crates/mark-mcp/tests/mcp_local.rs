@@ -261,6 +261,35 @@ async fn long_bodies_come_in_pages() {
     mcp.stop().await;
 }
 
+/// #14.11: a conflict names a url that shows the version it names, also
+/// after an archive (where the document's own url answers `archived`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_after_an_archive_names_a_url_that_reads_the_version() {
+    let store = mark_testkit::import_store(&kb()).unwrap();
+    let mcp = Mcp::start(&root_args(store.path(), &["--write"])).await;
+    mcp.publish("/new.md", "# New\n", 0)
+        .await
+        .assert_created("1");
+    mcp.publish("/new.md", "# New\n\nTwo.\n", 1)
+        .await
+        .assert_created("2");
+    let archived = mcp
+        .call("mark_archive", json!({"url": "/new.md", "apply": true}))
+        .await;
+    assert_eq!(archived.status(), "ok", "{}", archived.text);
+    let conflict = mcp.publish("/new.md", "# Mine\n", 1).await;
+    assert_eq!(conflict.status(), "conflict", "{}", conflict.text);
+    assert!(
+        conflict.body().contains("fetch \"/new.md/v2\" to see v2"),
+        "{}",
+        conflict.text
+    );
+    let v2 = mcp.fetch("/new.md/v2").await;
+    assert_eq!(v2.status(), "ok", "{}", v2.text);
+    assert!(v2.body().contains("Two."), "{}", v2.text);
+    mcp.stop().await;
+}
+
 /// #14.11: a history longer than one result pages with the cursor its
 /// `+N older versions` line gives; a cursor it did not give is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
