@@ -180,8 +180,12 @@ fn generate_token(
         .map(|s| {
             time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
                 .map(SystemTime::from)
-                .with_context(|| {
-                    format!("--expires `{s}` is not an RFC 3339 time (e.g. 2027-01-01T00:00:00Z)")
+                // The parser's own words ("a character literal was not
+                // valid") do not say what to type.
+                .map_err(|_| {
+                    anyhow::anyhow!(
+                        "--expires `{s}` is not an RFC 3339 time: give a four-digit year, month, day, `T`, hours, minutes, seconds and a zone, e.g. 2027-01-01T00:00:00Z"
+                    )
                 })
         })
         .transpose()?;
