@@ -73,6 +73,11 @@ pub struct Cursor {
 /// Hex digits of a cursor's check digest.
 const CHECK_DIGITS: usize = 6;
 
+/// The first 12 hex digits of `etag` (all of a shorter one; none without).
+fn etag_prefix(etag: Option<&str>) -> &str {
+    etag.map(|e| e.get(..12).unwrap_or(e)).unwrap_or("")
+}
+
 fn check_of(page: usize, etag: &str, slice: &Range<usize>) -> String {
     let digest = blake3::hash(format!("{page}.{etag}.{}-{}", slice.start, slice.end).as_bytes());
     digest.to_hex()[..CHECK_DIGITS].to_string()
@@ -81,10 +86,7 @@ fn check_of(page: usize, etag: &str, slice: &Range<usize>) -> String {
 impl Cursor {
     /// The cursor for `page` of the bytes `slice` of the document with `etag`.
     pub fn new(page: usize, etag: Option<&str>, slice: &Range<usize>) -> Cursor {
-        let etag = etag
-            .map(|e| e.get(..12).unwrap_or(e))
-            .unwrap_or("")
-            .to_string();
+        let etag = etag_prefix(etag).to_string();
         let check = check_of(page, &etag, slice);
         Cursor { page, etag, check }
     }
@@ -108,7 +110,7 @@ impl Cursor {
 
     /// Whether this cursor was cut from the document with `etag`.
     pub fn matches(&self, etag: Option<&str>) -> bool {
-        Cursor::new(self.page, etag, &(0..0)).etag == self.etag
+        etag_prefix(etag) == self.etag
     }
 
     /// Whether mark-mcp gave this cursor for the bytes `slice` of its
