@@ -104,7 +104,7 @@ pub enum ClientError {
     },
     /// The response is larger than the configured cap.
     #[error(
-        "the response is larger than the {cap}-byte cap; raise the response size cap or ask for less (a section, a page)"
+        "the response is larger than this client's {cap}-byte cap, and a section or page is cut from the whole document so it is no smaller; raise the cap (mark-mcp --max-response-bytes) or split the document on the server"
     )]
     TooLarge {
         /// The cap in bytes.

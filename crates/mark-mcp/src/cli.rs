@@ -94,6 +94,9 @@ pub struct Cli {
     /// Longest wait for one request to a Mark server (--host), answer included.
     #[arg(long, global = true, default_value = "15s", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Duration,
+    /// Largest answer taken from a Mark server (--host), in bytes (k, M suffixes).
+    #[arg(long, global = true, default_value = "16MiB", value_name = "BYTES", value_parser = parse_bytes)]
+    pub max_response_bytes: usize,
     /// Offer the write tools (mark_publish, mark_append, mark_archive).
     #[arg(long, global = true)]
     pub write: bool,
@@ -297,6 +300,23 @@ pub async fn run(session: &Session, verb: Verb, write: bool) -> ToolText {
         Verb::Demo | Verb::Tools { .. } | Verb::Usage(_) => ToolText::error(
             "demo, tools and usage need no source; run them as `mark-mcp demo`, `mark-mcp tools` or `mark-mcp usage`.",
         ),
+    }
+}
+
+/// The exit status of a verb's result, the one rule of the README's "Exit
+/// codes" (MCP's `isError` is true exactly when it is 1): 0 when the call
+/// did what was asked (`unchanged` and a write preview included); 1 for a
+/// tool error, a write that was asked to apply and did not among them; 2 for
+/// a read the source answered with a status other than ok (`not-found`,
+/// `unauthorized`, `server-error`, …).
+pub fn exit_code(result: &ToolText) -> u8 {
+    const DID_WHAT_WAS_ASKED: [&str; 4] = ["ok", "unchanged", "preview", "created"];
+    if result.is_error {
+        1
+    } else if DID_WHAT_WAS_ASKED.contains(&result.status.as_str()) {
+        0
+    } else {
+        2
     }
 }
 

@@ -70,8 +70,11 @@ const WHOLE_OUTLINE: OutlineOptions = OutlineOptions {
     max_lines: usize::MAX,
     max_bytes: usize::MAX,
 };
-/// Entries asked for when listing the parent folder.
+/// Entries asked for per LIST page when listing the parent folder.
 const LIST_PAGE: usize = 1000;
+/// Entries of the parent folder read at most (its pages are followed until
+/// then): the siblings count is the folder's up to this many.
+const LISTED_ENTRIES: usize = 10_000;
 
 /// Parameters of `mark_explore` (and of the `explore` verb).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
@@ -252,24 +255,42 @@ async fn list_parent(session: &Session, dir: &str, now: Instant) -> Listing {
     if let Some(listing) = session.fresh_listing(dir, now) {
         return Ok(listing);
     }
-    let req = Request::new(Verb::List, dir).with_meta("page-size", LIST_PAGE.to_string());
-    let resp = session.send(req).await.map_err(|t| t.text)?;
-    if resp.status != Status::Ok {
-        let message = resp.error_message();
-        let message = message.lines().next().unwrap_or("").trim();
-        return Err(if message.is_empty() {
-            format!("LIST {dir} answered {}", resp.status.as_str())
-        } else {
-            format!(
-                "LIST {dir} answered {}: {}",
-                resp.status.as_str(),
-                label(message, 120)
-            )
-        });
-    }
-    let entries = mark_proto::list::parse(&resp.body)
-        .map_err(|e| format!("the listing of {dir} is malformed ({e})"))?;
-    let completeness = Completeness::of(&resp);
+    // Follow the server's pages so the counts the card and its siblings
+    // cursor give are the folder's, up to `LISTED_ENTRIES`.
+    let mut entries = Vec::new();
+    let mut next: Option<String> = None;
+    let completeness = loop {
+        let mut req = Request::new(Verb::List, dir).with_meta("page-size", LIST_PAGE.to_string());
+        if let Some(c) = &next {
+            req = req.with_meta("cursor", c.as_str());
+        }
+        let resp = session.send(req).await.map_err(|t| t.text)?;
+        if resp.status != Status::Ok {
+            let message = resp.error_message();
+            let message = message.lines().next().unwrap_or("").trim();
+            return Err(if message.is_empty() {
+                format!("LIST {dir} answered {}", resp.status.as_str())
+            } else {
+                format!(
+                    "LIST {dir} answered {}: {}",
+                    resp.status.as_str(),
+                    label(message, 120)
+                )
+            });
+        }
+        let page = mark_proto::list::parse(&resp.body)
+            .map_err(|e| format!("the listing of {dir} is malformed ({e})"))?;
+        let empty = page.is_empty();
+        entries.extend(page);
+        match Completeness::of(&resp) {
+            Completeness::Partial(Some(c))
+                if !empty && entries.len() < LISTED_ENTRIES && next.as_ref() != Some(&c) =>
+            {
+                next = Some(c);
+            }
+            other => break other,
+        }
+    };
     Ok(session.keep_listing(
         dir,
         FolderListing {
@@ -807,7 +828,8 @@ async fn page(
     watcher: &dyn CrawlWatcher,
 ) -> ToolText {
     // Pages of the document's own parts have its version, so they dedup.
-    let (heading, lines, base, doc) = match cursor.part {
+    // `more` is "+" when the count is a floor (a folder listed only in part).
+    let (heading, lines, base, doc, more) = match cursor.part {
         Part::Outline | Part::Links => {
             let cached = match session.load(&wire_path(path), now).await {
                 Loaded::Doc(d) => d,
@@ -820,7 +842,7 @@ async fn page(
                 let lines = link_lines(path, &cached);
                 (format!("## Outbound links ({})", lines.len()), lines)
             };
-            (heading, lines, header(&cached), Some(cached))
+            (heading, lines, header(&cached), Some(cached), "")
         }
         Part::Backlinks => {
             let Some(view) = graph_view(session, path, now, false, watcher).await else {
@@ -833,6 +855,7 @@ async fn page(
                 lines,
                 ToolText::new("ok").with_opt("title", title),
                 None,
+                "",
             )
         }
         Part::Siblings => {
@@ -843,12 +866,16 @@ async fn page(
                 Err(e) => return ToolText::error(format!("{e}; try again later")),
             };
             let heading = siblings_heading(dir, &listing, lines.len());
-            (heading, lines, ToolText::new("ok"), None)
+            let more = match listing.as_ref().map(|l| &l.completeness) {
+                Ok(Completeness::Partial(_)) => "+",
+                _ => "",
+            };
+            (heading, lines, ToolText::new("ok"), None, more)
         }
     };
     let body = if cursor.offset >= lines.len() {
         format!(
-            "(nothing from line {}: {} in all)\n",
+            "(nothing from line {}: {}{more} in all)\n",
             cursor.offset + 1,
             lines.len()
         )
@@ -857,7 +884,7 @@ async fn page(
     };
     let head = base.with("section", cursor.part.name()).with(
         "page",
-        format!("from {} (of {})", cursor.offset + 1, lines.len()),
+        format!("from {} (of {}{})", cursor.offset + 1, lines.len(), more),
     );
     let text = format!("{heading}\n{body}");
     match doc {

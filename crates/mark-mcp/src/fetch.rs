@@ -141,7 +141,10 @@ pub async fn fetch(session: &Session, params: FetchParams, now: Instant) -> Tool
         now,
     };
     let parts = if anchors.is_empty() {
-        vec![view.whole(cursor.as_ref())]
+        match view.whole(cursor.as_ref()) {
+            Ok(part) => vec![part],
+            Err(e) => return e,
+        }
     } else {
         match view.sections(&anchors, cursor.as_ref()) {
             Ok(parts) => parts,
@@ -251,12 +254,12 @@ impl View<'_> {
         }
     }
 
-    fn whole(&self, cursor: Option<&Cursor>) -> Part {
+    fn whole(&self, cursor: Option<&Cursor>) -> Result<Part, ToolText> {
         let body = self.cached.doc.source();
         if self.comes_whole(body.len(), cursor) {
             self.deliver(Slice::Body, &[], String::new(), body, 0, cursor, usize::MAX)
         } else {
-            self.outline(None)
+            Ok(self.outline(None))
         }
     }
 
@@ -324,7 +327,7 @@ impl View<'_> {
                     h.section.start,
                     cursor,
                     budget,
-                )
+                )?
             } else {
                 self.outline(Some(h))
             };
@@ -389,6 +392,7 @@ impl View<'_> {
         })
         .collect::<Vec<_>>()
         .join("\n");
+        let has_headings = !out.trim().is_empty();
         if heading.is_none() {
             let opening = doc.opening_paragraph(400);
             if !opening.is_empty() {
@@ -406,10 +410,16 @@ impl View<'_> {
                 self.threshold()
             )
         };
-        out.push_str(&format!(
-            "\n\n{wanted} Fetch a section with url \"{}#anchor\" (several: anchors [..]); force=true for the whole {what}.",
-            self.path
-        ));
+        if has_headings {
+            out.push_str(&format!(
+                "\n\n{wanted} Fetch a section with url \"{}#anchor\" (several: anchors [..]); force=true for the whole {what}.",
+                self.path
+            ));
+        } else {
+            out.push_str(&format!(
+                "\n\n{wanted} It has no headings, so no #anchor to fetch: read it in pages with mode \"full\" (each page names the cursor of the next)."
+            ));
+        }
         let changed_from =
             self.session
                 .log()
@@ -457,6 +467,7 @@ impl View<'_> {
         within: Option<&Slice>,
         page: Page,
         pages_sent: &[usize],
+        bytes: &std::ops::Range<usize>,
     ) -> String {
         let since = since.label();
         match within {
@@ -468,7 +479,7 @@ impl View<'_> {
                 let next = match next {
                     Some(n) => format!(
                         "; the next page not sent: cursor \"{}\"",
-                        Cursor::new(n, self.cached.identity.etag.as_deref()).encode()
+                        Cursor::new(n, self.cached.identity.etag.as_deref(), bytes).encode()
                     ),
                     None => String::new(),
                 };
@@ -507,7 +518,7 @@ impl View<'_> {
         offset: usize,
         cursor: Option<&Cursor>,
         budget: usize,
-    ) -> Part {
+    ) -> Result<Part, ToolText> {
         let identity = &self.cached.identity;
         let kind = if label.is_empty() {
             PartKind::Full
@@ -518,6 +529,17 @@ impl View<'_> {
         let page_bytes = self.session.settings().page_bytes;
         let pages = self.pages(text, offset);
         let total = pages.len();
+        let bytes = offset..offset + text.len();
+        if let Some(c) = cursor
+            && (!c.pages(&bytes) || c.page > total)
+        {
+            return Err(ToolText::error(format!(
+                "cursor `{}` is not one mark-mcp gave for {}{}; fetch it again without a cursor",
+                short(&c.encode()),
+                self.path,
+                label
+            )));
+        }
         let page = Page {
             number: cursor.map_or(1, |c| c.page).min(total),
             total,
@@ -538,24 +560,24 @@ impl View<'_> {
                 within,
                 pages_sent,
             } => {
-                return Part {
-                    text: self.unchanged_line(&since, within.as_ref(), page, &pages_sent),
+                return Ok(Part {
+                    text: self.unchanged_line(&since, within.as_ref(), page, &pages_sent, &bytes),
                     label,
                     kind: PartKind::Unchanged,
                     size,
                     page: page_line.filter(|_| !pages_sent.is_empty()),
                     changed_from: None,
-                };
+                });
             }
             Decision::Deliver { changed_from } => changed_from,
         };
         if text.len().min(page_bytes) > budget {
-            return Part::skipped(label, text);
+            return Ok(Part::skipped(label, text));
         }
         let n = page.number;
         let mut out = text[pages[n - 1].clone()].to_string();
         if n < total {
-            let next = Cursor::new(n + 1, identity.etag.as_deref()).encode();
+            let next = Cursor::new(n + 1, identity.etag.as_deref(), &bytes).encode();
             out.push_str(&format!(
                 "\n\n[page {n} of {total}; for the next call mark_fetch with the same url and cursor \"{next}\"]"
             ));
@@ -563,14 +585,14 @@ impl View<'_> {
             out.push_str(&format!("\n\n[page {n} of {total}, the last]"));
         }
         self.sent(Some((slice, page)));
-        Part {
+        Ok(Part {
             label,
             kind,
             text: out,
             size,
             page: page_line,
             changed_from,
-        }
+        })
     }
 
     fn compose(&self, parts: Vec<Part>) -> ToolText {

@@ -103,11 +103,7 @@ async fn run(mut cli: Cli) -> ExitCode {
             cli.json,
         );
     }
-    if result.is_error {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    ExitCode::from(cli::exit_code(&result))
 }
 
 async fn serve(session: Arc<Session>, write: bool) -> ExitCode {

@@ -56,43 +56,67 @@ fn floor_char_boundary(text: &str, mut i: usize) -> usize {
     i
 }
 
-/// A page request: which page (1-based) of which version (etag prefix).
+/// A page request: which page (1-based) of which slice (the whole body or
+/// one section) of which version (etag prefix), with a check digest over
+/// all three so that a cursor mark-mcp did not give for this request (edited,
+/// made up, or given for another section) is refused, not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cursor {
     /// 1-based page number.
     pub page: usize,
     /// The first 12 hex digits of the etag the pages were cut from.
     pub etag: String,
+    /// The first hex digits of the digest of page, etag and slice.
+    check: String,
+}
+
+/// Hex digits of a cursor's check digest.
+const CHECK_DIGITS: usize = 6;
+
+/// The first 12 hex digits of `etag` (all of a shorter one; none without).
+fn etag_prefix(etag: Option<&str>) -> &str {
+    etag.map(|e| e.get(..12).unwrap_or(e)).unwrap_or("")
+}
+
+fn check_of(page: usize, etag: &str, slice: &Range<usize>) -> String {
+    let digest = blake3::hash(format!("{page}.{etag}.{}-{}", slice.start, slice.end).as_bytes());
+    digest.to_hex()[..CHECK_DIGITS].to_string()
 }
 
 impl Cursor {
-    /// The cursor for `page` of the document with `etag`.
-    pub fn new(page: usize, etag: Option<&str>) -> Cursor {
-        let etag = etag
-            .map(|e| e.get(..12).unwrap_or(e))
-            .unwrap_or("")
-            .to_string();
-        Cursor { page, etag }
+    /// The cursor for `page` of the bytes `slice` of the document with `etag`.
+    pub fn new(page: usize, etag: Option<&str>, slice: &Range<usize>) -> Cursor {
+        let etag = etag_prefix(etag).to_string();
+        let check = check_of(page, &etag, slice);
+        Cursor { page, etag, check }
     }
 
     /// Reads a cursor written by [`Cursor::encode`].
     pub fn parse(s: &str) -> Option<Cursor> {
-        let (page, etag) = s.trim().strip_prefix('p')?.split_once('.')?;
+        let (page, rest) = s.trim().strip_prefix('p')?.split_once('.')?;
+        let (etag, check) = rest.rsplit_once('.')?;
         let page = page.parse().ok().filter(|&p| p >= 1)?;
         Some(Cursor {
             page,
             etag: etag.to_string(),
+            check: check.to_string(),
         })
     }
 
     /// The opaque string given to the agent.
     pub fn encode(&self) -> String {
-        format!("p{}.{}", self.page, self.etag)
+        format!("p{}.{}.{}", self.page, self.etag, self.check)
     }
 
     /// Whether this cursor was cut from the document with `etag`.
     pub fn matches(&self, etag: Option<&str>) -> bool {
-        Cursor::new(self.page, etag).etag == self.etag
+        etag_prefix(etag) == self.etag
+    }
+
+    /// Whether mark-mcp gave this cursor for the bytes `slice` of its
+    /// version (a cursor of the whole body does not page a section).
+    pub fn pages(&self, slice: &Range<usize>) -> bool {
+        check_of(self.page, &self.etag, slice) == self.check
     }
 }
 
@@ -118,10 +142,11 @@ mod tests {
         assert_eq!(cursor_argument(None, Cursor::parse), Ok(None));
         assert_eq!(cursor_argument(Some(" \t"), Cursor::parse), Ok(None));
         assert_eq!(
-            cursor_argument(Some(" p2.abc "), Cursor::parse),
+            cursor_argument(Some(" p2.abc.123456 "), Cursor::parse),
             Ok(Some(Cursor {
                 page: 2,
-                etag: "abc".to_owned()
+                etag: "abc".to_owned(),
+                check: "123456".to_owned()
             }))
         );
         assert_eq!(
@@ -176,13 +201,20 @@ mod tests {
     }
 
     #[test]
-    fn cursor_round_trips_and_checks_the_version() {
-        let c = Cursor::new(2, Some("0123456789abcdef"));
-        assert_eq!(c.encode(), "p2.0123456789ab");
+    fn cursor_round_trips_and_checks_the_version_and_slice() {
+        let c = Cursor::new(2, Some("0123456789abcdef"), &(0..100));
+        assert!(c.encode().starts_with("p2.0123456789ab."), "{}", c.encode());
         assert_eq!(Cursor::parse(&c.encode()), Some(c.clone()));
         assert!(c.matches(Some("0123456789abffff")));
         assert!(!c.matches(Some("ffff")));
-        assert_eq!(Cursor::parse("p0.x"), None);
+        assert!(c.pages(&(0..100)));
+        assert!(!c.pages(&(40..100)));
+        let edited = c.encode().replacen("p2.", "p3.", 1);
+        assert!(!Cursor::parse(&edited).is_some_and(|e| e.pages(&(0..100))));
+        let no_etag = Cursor::new(1, None, &(0..9));
+        assert_eq!(Cursor::parse(&no_etag.encode()), Some(no_etag));
+        assert_eq!(Cursor::parse("p0.x.y"), None);
+        assert_eq!(Cursor::parse("p2.000000000000"), None);
         assert_eq!(Cursor::parse("junk"), None);
     }
 }

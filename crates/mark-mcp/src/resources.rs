@@ -68,15 +68,39 @@ pub async fn list(session: &Session) -> Result<Vec<Listed>, String> {
     Ok(out)
 }
 
+/// Why a resource read gave no text, so the client hears what happened:
+/// only a missing document or section is "not found".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadFailure {
+    /// The uri is not one of this source's documents.
+    BadUri(String),
+    /// No such document or section.
+    NotFound(String),
+    /// The source did not give the document: a timeout, a refusal, a server error.
+    Failed(String),
+}
+
+impl ReadFailure {
+    /// The sentence saying what happened.
+    pub fn message(&self) -> &str {
+        match self {
+            ReadFailure::BadUri(m) | ReadFailure::NotFound(m) | ReadFailure::Failed(m) => m,
+        }
+    }
+}
+
 /// Reads a resource: the whole body, or one section for `#anchor`.
-pub async fn read(session: &Session, uri: &str, now: Instant) -> Result<String, String> {
-    let target = session.resolve(uri)?;
+pub async fn read(session: &Session, uri: &str, now: Instant) -> Result<String, ReadFailure> {
+    let target = session.resolve(uri).map_err(ReadFailure::BadUri)?;
     let cached = match session.load(&target.path, now).await {
         Loaded::Doc(d) => d,
         Loaded::Answer(t) => {
-            return Err(format!("{}: {} {}", target.path, t.status, t.text)
-                .trim()
-                .to_string());
+            let message = format!("{}: {}: {}", target.path, t.status, t.text.trim());
+            return Err(if t.status == "not-found" {
+                ReadFailure::NotFound(message)
+            } else {
+                ReadFailure::Failed(message)
+            });
         }
     };
     let (text, offset) = match target.fragment {
@@ -84,12 +108,12 @@ pub async fn read(session: &Session, uri: &str, now: Instant) -> Result<String, 
         Some(anchor) => match cached.doc.find_anchor(&anchor) {
             Ok(h) => (cached.doc.section_text(h), h.section.start),
             Err(miss) => {
-                return Err(format!(
+                return Err(ReadFailure::NotFound(format!(
                     "section #{} not found in {}; nearest: {}",
                     crate::session::short(&anchor),
                     target.path,
                     miss.nearest.join(", ")
-                ));
+                )));
             }
         },
     };
@@ -111,7 +135,12 @@ fn first_page(
         return text.to_string();
     }
     let pages = crate::fetch::text_pages(&cached.doc, text, offset, page_bytes);
-    let next = Cursor::new(2, cached.identity.etag.as_deref()).encode();
+    let next = Cursor::new(
+        2,
+        cached.identity.etag.as_deref(),
+        &(offset..offset + text.len()),
+    )
+    .encode();
     format!(
         "{}\n\n[page 1 of {}; the rest: mark_fetch with url \"{}\" and cursor \"{next}\"]\n",
         &text[pages[0].clone()],

@@ -572,7 +572,11 @@ impl ServerHandler for MarkServer {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let text = resources::read(&self.session, &request.uri, Instant::now())
             .await
-            .map_err(|e| ErrorData::resource_not_found(e, None))?;
+            .map_err(|failure| match failure {
+                resources::ReadFailure::BadUri(e) => ErrorData::invalid_params(e, None),
+                resources::ReadFailure::NotFound(e) => ErrorData::resource_not_found(e, None),
+                resources::ReadFailure::Failed(e) => ErrorData::internal_error(e, None),
+            })?;
         let contents = ResourceContents::text(text, request.uri).with_mime_type("text/markdown");
         Ok(ReadResourceResult::new(vec![contents]).into())
     }

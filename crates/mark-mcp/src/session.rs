@@ -542,6 +542,12 @@ pub fn passthrough(resp: &Response) -> ToolText {
         .take(300)
         .collect();
     let mut t = ToolText::new(resp.status.as_str());
+    if resp.status == Status::Unauthorized {
+        // The server's words name its wire field; say what the user sets.
+        return t.with_text(
+            "the server needs a valid token for this: give mark-mcp one with --token-file FILE or the MARK_TOKEN environment variable",
+        );
+    }
     if !line.is_empty() {
         t = t.with_text(line);
     }

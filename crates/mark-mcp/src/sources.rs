@@ -223,6 +223,7 @@ pub fn from_cli(cli: &Cli) -> Result<Arc<dyn Source>, String> {
         trust,
         token: token.map(Token::new),
         request_timeout: cli.timeout,
+        max_response_bytes: cli.max_response_bytes,
         ..Default::default()
     })
     .map_err(|e| e.to_string())?;

@@ -151,7 +151,8 @@ async fn current(session: &Session, path: &str, now: Instant) -> Result<Option<C
             }))
         }
         Loaded::Answer(t) if t.status == "not-found" => Ok(None),
-        Loaded::Answer(t) => Err(t),
+        // Archived, refused, timed out: the write cannot go on.
+        Loaded::Answer(t) => Err(t.as_error()),
     }
 }
 
@@ -365,8 +366,9 @@ async fn write(session: &Session, path: &str, req: Request, verb: &str) -> ToolT
         _ => {
             let t = passthrough(&resp);
             if matches!(resp.status, Status::Unauthorized | Status::NotPermitted) {
-                let why = t.text.clone();
-                return refused(t, verb, path, &why);
+                let why = resp.error_message();
+                let why = why.lines().next().unwrap_or("").trim();
+                return refused(t, verb, path, why);
             }
             t.as_error()
         }
@@ -397,13 +399,15 @@ fn refuses(session: &Session, verb: &str, path: &str) -> Result<(), ToolText> {
 /// The conflict of a write (or of its preview) over `yours` when the
 /// document is at `theirs`.
 fn conflict(path: &str, yours: u64, theirs: u64, verb: &str) -> ToolText {
+    // The pinned url reads v{theirs} even when the document is archived
+    // (its plain url then answers `archived`).
     let next = if verb == "append" {
         format!(
-            "fetch \"{path}\", check whether your text is already there (append is not idempotent), then append with expected_version {theirs}"
+            "fetch \"{path}/v{theirs}\", check whether your text is already there (append is not idempotent), then append with expected_version {theirs}"
         )
     } else {
         format!(
-            "fetch \"{path}\" to see v{theirs}, merge your change into it, then {verb} with expected_version {theirs}"
+            "fetch \"{path}/v{theirs}\" to see v{theirs}, merge your change into it, then {verb} with expected_version {theirs}"
         )
     };
     ToolText::new("conflict")

@@ -338,3 +338,102 @@ fn read_verbs_change_no_byte_on_disk() {
     let (out, ok) = run(&["--root", &root, "fetch", "/api/versions/v1.md"]);
     assert!(ok && out.contains("# API v1"), "{out}");
 }
+
+/// #14.13: the one exit-code rule (README "Exit codes"), for every verb
+/// against a real server that lets us write: 0 done (`unchanged` and a
+/// preview included), 1 a tool error (a write asked to apply that did not
+/// among them), 2 a read the source answered with a non-ok status.
+#[test]
+fn every_verb_follows_the_one_exit_code_rule() {
+    let server = support::PublishingServer::start(&kb());
+    let args = server.writer_args(&[]);
+    let code = |verb: &[&str]| {
+        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+        all.extend_from_slice(verb);
+        let out = run_once(&all);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.code(), stdout)
+    };
+    // The archived document the writes below are refused on.
+    let (c, out) = code(&["archive", "/notes/crew.md", "--apply"]);
+    assert_eq!(c, Some(0), "{out}");
+    let cases: &[(&[&str], i32)] = &[
+        (&["fetch", "/small.md"], 0),
+        (&["fetch", "/nope.md"], 2),
+        (&["fetch", "/notes/crew.md"], 2),
+        (&["fetch", "/large.md", "--cursor", "junk"], 1),
+        (&["explore", "/small.md"], 0),
+        (&["explore", "/nope.md"], 2),
+        (&["explore", "/small.md", "--cursor", "junk"], 1),
+        (&["lookup", "harbour"], 0),
+        (&["lookup", ""], 1),
+        (&["list", "/"], 0),
+        (&["list", "/nope/"], 2),
+        (&["list", "mark://elsewhere/"], 1),
+        (&["versions", "/small.md"], 0),
+        (&["versions", "/nope.md"], 2),
+        (&["versions", ""], 1),
+        (&["open", "/small.md"], 0),
+        (&["open", "/nope.md"], 2),
+        (
+            &[
+                "publish",
+                "/new.md",
+                "--body",
+                "# New\n",
+                "--expected-version",
+                "0",
+            ],
+            0,
+        ),
+        (
+            &[
+                "publish",
+                "/small.md",
+                "--body",
+                "# S\n",
+                "--expected-version",
+                "9",
+                "--apply",
+            ],
+            1,
+        ),
+        (&["append", "/small.md", "--body", "more"], 0),
+        (&["append", "/brandnew.md", "--body", "more"], 1),
+        (&["append", "/brandnew.md", "--body", "more", "--apply"], 1),
+        (
+            &["append", "/notes/crew.md", "--body", "more", "--apply"],
+            1,
+        ),
+        (
+            &[
+                "append",
+                "/notes/crew.md",
+                "--body",
+                "x",
+                "--expected-version",
+                "1",
+                "--apply",
+            ],
+            1,
+        ),
+        (&["archive", "/nonexist.md"], 1),
+        (&["archive", "/small.md"], 0),
+        (
+            &[
+                "publish",
+                "/new.md",
+                "--body",
+                "# New\n",
+                "--expected-version",
+                "0",
+                "--apply",
+            ],
+            0,
+        ),
+    ];
+    for (verb, expected) in cases {
+        let (c, out) = code(verb);
+        assert_eq!(c, Some(*expected), "{verb:?}: {out}");
+    }
+}

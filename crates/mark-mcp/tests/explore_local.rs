@@ -444,3 +444,29 @@ async fn the_explore_verb_prints_the_same_card() {
     );
     mcp.stop().await;
 }
+
+/// #14.8: a folder of 5,000 documents lists over several LIST pages; the
+/// card and a siblings cursor deep into it count the folder's real entries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_siblings_cursor_in_a_folder_of_5000_files_counts_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 1..=5000 {
+        std::fs::write(dir.path().join(format!("f{i:04}.md")), format!("# F{i}\n")).unwrap();
+    }
+    let mcp = Mcp::start(&["--root", dir.path().to_str().unwrap()]).await;
+    let card = explore(&mcp, "/f0001.md", None).await;
+    assert!(
+        card.text.contains("## Siblings in / (4999)\n"),
+        "{}",
+        card.text
+    );
+    let page = explore(&mcp, "/f0001.md", Some("siblings.4990")).await;
+    assert_eq!(
+        page.field("page"),
+        Some("from 4991 (of 4999)"),
+        "{}",
+        page.text
+    );
+    assert!(page.text.contains("- f5000.md"), "{}", page.text);
+    mcp.stop().await;
+}

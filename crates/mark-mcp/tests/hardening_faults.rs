@@ -156,3 +156,35 @@ async fn new_certificate_under_a_pin_is_refused() {
     }
     mcp.stop().await;
 }
+
+/// #14.12: a resource read the server does not answer in time is reported
+/// as what happened (an internal error naming the timeout), not as
+/// resource-not-found; a missing document still is not-found (-32002).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_read_that_times_out_says_so() {
+    let (_store, server) = serve_copy_of::<&str>(&kb(), &[]);
+    let mcp = Mcp::start(&server.reader_args(&["--timeout", "2s"])).await;
+    let uri = format!("{}/large.md", server.url());
+    assert!(mcp.read(&uri).await.is_ok());
+    let missing = mcp.read(&uri.replace("large.md", "missing.md")).await;
+    assert!(
+        missing.as_ref().unwrap_err().contains("-32002"),
+        "{missing:?}"
+    );
+
+    signal(&server, "STOP");
+    let stalled = tokio::time::timeout(CALL_LIMIT, mcp.read(&uri.replace("large.md", "small.md")))
+        .await
+        .expect("a read hung past the guard");
+    signal(&server, "CONT");
+    let message = stalled.unwrap_err();
+    assert!(
+        !message.contains("-32002"),
+        "reported as not found: {message}"
+    );
+    assert!(
+        message.contains("no complete response within 2s"),
+        "names the timeout: {message}"
+    );
+    mcp.stop().await;
+}

@@ -185,3 +185,48 @@ async fn a_document_whose_forty_thousand_sections_all_changed_answers_bounded_an
     );
     mcp.stop().await;
 }
+
+/// #14.9: a document over the client's 16 MiB response cap (from
+/// `mark-server --flat`): the whole, a section and a page all fail the same
+/// way, and the message offers what works (`--max-response-bytes`), which
+/// then reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_over_the_response_cap_names_the_option_that_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut big = String::from("# Big\n\n");
+    let mut n = 0;
+    while big.len() < 17_500_000 {
+        let _ = write!(big, "## Part {n}\n\n{}\n\n", "filler text ".repeat(800));
+        n += 1;
+    }
+    std::fs::write(dir.path().join("big.md"), &big).unwrap();
+    let server = mark_testkit::MarkServerProcess::start(dir.path(), &["--flat"]).unwrap();
+    let mcp = Mcp::start(&server.reader_args(&[])).await;
+    for args in [
+        json!({"url": "/big.md"}),
+        json!({"url": "/big.md#part-3"}),
+        json!({"url": "/big.md", "mode": "full"}),
+    ] {
+        let r = tokio::time::timeout(CALL_LIMIT, mcp.call("mark_fetch", args.clone()))
+            .await
+            .unwrap();
+        assert!(r.is_error, "{args}: {}", r.text);
+        assert!(
+            r.text.contains("--max-response-bytes"),
+            "{args}: {}",
+            r.text
+        );
+        assert!(!r.text.contains("ask for less"), "{}", r.text);
+    }
+    mcp.stop().await;
+    let mcp = Mcp::start(&server.reader_args(&["--max-response-bytes", "32MiB"])).await;
+    let r = tokio::time::timeout(
+        CALL_LIMIT,
+        mcp.call("mark_fetch", json!({"url": "/big.md#part-3"})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), "ok", "{}", r.text);
+    assert_eq!(r.field("section"), Some("#part-3"), "{}", r.text);
+    mcp.stop().await;
+}

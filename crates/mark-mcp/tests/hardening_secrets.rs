@@ -171,4 +171,12 @@ async fn the_token_never_leaks() {
     mcp.stop().await;
     assert_eq!(r.status(), "unauthorized", "{}", r.text);
     assert!(!r.text.contains(SENTINEL));
+    // #14.11: it says what the user sets, not the wire's `auth` field.
+    assert!(
+        r.body()
+            .contains("--token-file FILE or the MARK_TOKEN environment variable"),
+        "{}",
+        r.text
+    );
+    assert!(!r.text.contains("`auth`"), "{}", r.text);
 }

@@ -261,6 +261,139 @@ async fn long_bodies_come_in_pages() {
     mcp.stop().await;
 }
 
+/// #14.11: a conflict names a url that shows the version it names, also
+/// after an archive (where the document's own url answers `archived`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_after_an_archive_names_a_url_that_reads_the_version() {
+    let store = mark_testkit::import_store(&kb()).unwrap();
+    let mcp = Mcp::start(&root_args(store.path(), &["--write"])).await;
+    mcp.publish("/new.md", "# New\n", 0)
+        .await
+        .assert_created("1");
+    mcp.publish("/new.md", "# New\n\nTwo.\n", 1)
+        .await
+        .assert_created("2");
+    let archived = mcp
+        .call("mark_archive", json!({"url": "/new.md", "apply": true}))
+        .await;
+    assert_eq!(archived.status(), "ok", "{}", archived.text);
+    let conflict = mcp.publish("/new.md", "# Mine\n", 1).await;
+    assert_eq!(conflict.status(), "conflict", "{}", conflict.text);
+    assert!(
+        conflict.body().contains("fetch \"/new.md/v2\" to see v2"),
+        "{}",
+        conflict.text
+    );
+    let v2 = mcp.fetch("/new.md/v2").await;
+    assert_eq!(v2.status(), "ok", "{}", v2.text);
+    assert!(v2.body().contains("Two."), "{}", v2.text);
+    mcp.stop().await;
+}
+
+/// #14.11: a history longer than one result pages with the cursor its
+/// `+N older versions` line gives; a cursor it did not give is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_history_pages_with_its_cursor() {
+    let store = mark_testkit::import_store(&kb()).unwrap();
+    let mcp = Mcp::start(&root_args(store.path(), &["--write"])).await;
+    for v in 0..60u64 {
+        mcp.publish("/log.md", &format!("# Log\n\nentry {v}\n"), v)
+            .await
+            .assert_created(&(v + 1).to_string());
+    }
+    let first = mcp.call("mark_versions", json!({"url": "/log.md"})).await;
+    assert_eq!(first.field("total"), Some("60"), "{}", first.text);
+    assert!(first.body().starts_with("- v60  "), "{}", first.text);
+    assert!(
+        first.body().contains("+10 older versions: cursor \"v10\""),
+        "{}",
+        first.text
+    );
+    let older = mcp
+        .call("mark_versions", json!({"url": "/log.md", "cursor": "v10"}))
+        .await;
+    assert!(older.body().starts_with("- v10  "), "{}", older.text);
+    assert!(older.body().contains("- v1  "), "{}", older.text);
+    assert!(!older.body().contains("older versions"), "{}", older.text);
+    for bad in ["v99", "junk"] {
+        let r = mcp
+            .call("mark_versions", json!({"url": "/log.md", "cursor": bad}))
+            .await;
+        assert!(r.is_error, "{bad}: {}", r.text);
+    }
+    mcp.stop().await;
+}
+
+/// #14.11: a large document with no headings says so and offers pages,
+/// not a `#anchor` it does not have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_document_without_headings_offers_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "A line of plain prose without any heading at all.\n\n".repeat(400);
+    std::fs::write(dir.path().join("plain.md"), &text).unwrap();
+    let mcp = Mcp::start(&root_args(dir.path(), &[])).await;
+    let r = mcp.fetch("/plain.md").await;
+    assert_eq!(r.field("mode"), Some("outline"), "{}", r.text);
+    assert!(
+        r.body().contains(
+            "It has no headings, so no #anchor to fetch: read it in pages with mode \"full\""
+        ),
+        "{}",
+        r.text
+    );
+    assert!(!r.body().contains("#anchor\" (several"), "{}", r.text);
+    let full = mcp
+        .call("mark_fetch", json!({"url": "/plain.md", "mode": "full"}))
+        .await;
+    assert_eq!(full.status(), "ok", "{}", full.text);
+    mcp.stop().await;
+}
+
+/// #14.10: a cursor mark-mcp did not give for this request (a page number
+/// past the end, a made-up etag, a whole-body cursor used for a section) is
+/// a one-line error, not a page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cursor_not_given_for_this_request_is_a_one_line_error() {
+    let mcp = Mcp::start(&root_args(&kb(), &["--page-bytes", "4000"])).await;
+    let first = mcp
+        .call("mark_fetch", json!({"url": "/large.md", "mode": "full"}))
+        .await;
+    let given = first.body().rsplit('"').nth(1).unwrap().to_string();
+    let page2 = mcp
+        .call("mark_fetch", json!({"url": "/large.md", "cursor": given}))
+        .await;
+    assert_eq!(page2.field("page"), Some("2 of 4"), "{}", page2.text);
+    let (etag_part, _) = given.rsplit_once('.').unwrap();
+    let forged = [
+        given.replacen("p2.", "p99.", 1),
+        "p2.000000000000".to_string(),
+        format!("{etag_part}.000000"),
+    ];
+    for cursor in &forged {
+        let r = mcp
+            .call("mark_fetch", json!({"url": "/large.md", "cursor": cursor}))
+            .await;
+        assert!(r.is_error, "{cursor}: {}", r.text);
+        assert!(r.text.contains("is not one mark-mcp gave"), "{}", r.text);
+        assert_eq!(r.body().trim().lines().count(), 1, "{}", r.text);
+    }
+    let section = mcp
+        .call(
+            "mark_fetch",
+            json!({"url": "/large.md#tide-tables", "cursor": given}),
+        )
+        .await;
+    assert!(section.is_error, "{}", section.text);
+    assert!(
+        section
+            .text
+            .contains("is not one mark-mcp gave for /large.md#tide-tables"),
+        "{}",
+        section.text
+    );
+    mcp.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lookup_list_versions_and_refused_writes() {
     let mcp = Mcp::start(&root_args(&kb(), &["--write"])).await;

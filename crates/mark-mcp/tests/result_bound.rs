@@ -200,7 +200,7 @@ async fn run_calls(session: &Session, anchors: &[Vec<String>], calls: &[Call]) -
                 }
                 let text = mark_mcp::resources::read(session, &uri, now)
                     .await
-                    .unwrap_or_else(|e| e);
+                    .unwrap_or_else(|e| e.message().to_string());
                 sizes.push(text.len());
             }
         }

@@ -90,6 +90,10 @@ enum Command {
         /// documents in it would no longer be served.
         #[arg(long, value_name = "DIR")]
         mark: Option<PathBuf>,
+        /// The document limit the store will be served with: larger files
+        /// are imported with a warning (writes to them would be refused).
+        #[arg(long, default_value_t = mark_store::DEFAULT_MAX_DOCUMENT_BYTES, value_name = "BYTES")]
+        max_document_bytes: usize,
     },
     /// Manage capability tokens.
     Token {
@@ -130,12 +134,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Import {
             src: Some(src),
             dest: Some(dest),
+            max_document_bytes,
             ..
         }) => {
-            let report = mark_store::import(&src, &dest, SystemTime::now())
+            let report = mark_store::import(&src, &dest, SystemTime::now(), max_document_bytes)
                 .with_context(|| format!("importing {} into {}", src.display(), dest.display()))?;
             for skipped in &report.skipped {
                 tracing::warn!("skipped {skipped}");
+            }
+            for (doc, len) in &report.over_limit {
+                tracing::warn!(
+                    "{doc} is {len} bytes, over the {max_document_bytes}-byte document limit: it is served, but a publish or append to it is refused as too large unless the server runs with --max-document-bytes {len} or more"
+                );
             }
             tracing::info!(
                 "imported {} documents into {} ({} unchanged, {} skipped)",
@@ -166,15 +176,26 @@ fn generate_token(
     expires: Option<&str>,
     tokens: &std::path::Path,
 ) -> anyhow::Result<()> {
-    let expires = expires
+    let expires_at = expires
         .map(|s| {
             time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
                 .map(SystemTime::from)
-                .with_context(|| {
-                    format!("--expires `{s}` is not an RFC 3339 time (e.g. 2027-01-01T00:00:00Z)")
+                // The parser's own words ("a character literal was not
+                // valid") do not say what to type.
+                .map_err(|_| {
+                    anyhow::anyhow!(
+                        "--expires `{s}` is not an RFC 3339 time: give a four-digit year, month, day, `T`, hours, minutes, seconds and a zone, e.g. 2027-01-01T00:00:00Z"
+                    )
                 })
         })
         .transpose()?;
+    if let (Some(at), Some(text)) = (expires_at, expires)
+        && at <= SystemTime::now()
+    {
+        bail!(
+            "--expires `{text}` is already past, so the token would never work; give a time in the future"
+        );
+    }
     let globs = split_list(paths);
     let operations = split_list(ops)
         .iter()
@@ -187,7 +208,7 @@ fn generate_token(
     if globs.is_empty() || operations.is_empty() {
         bail!("--paths and --ops each need at least one entry");
     }
-    let raw = mark_store::generate_token(&globs, &operations, expires, tokens)
+    let raw = mark_store::generate_token(&globs, &operations, expires_at, tokens)
         .with_context(|| format!("adding a token to {}", tokens.display()))?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{raw}")?;

@@ -174,9 +174,11 @@ async fn serve_stream(
         }
         Ok(Err(quinn::ReadToEndError::TooLong)) => {
             let _ = recv.stop(0u8.into());
+            // Name the limit the sender controls (the document's), not the
+            // request cap that adds the line and metadata limits to it.
             let message = format!(
-                "The request is over the server's limit of {} bytes.",
-                limits.max_request
+                "The request is too large: a document on this server takes at most {} bytes; split it into several documents.",
+                limits.max_request.saturating_sub(Limits::request_cap(0))
             );
             (
                 None,

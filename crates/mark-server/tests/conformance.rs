@@ -86,7 +86,14 @@ impl Fixture {
             writer: generate_token(&file, "/**", "publish", None).unwrap(),
             guide_writer: generate_token(&file, "/guide/**", "publish", None).unwrap(),
             private_reader: generate_token(&file, "/private/**", "read", None).unwrap(),
-            expired: generate_token(&file, "/**", "publish", Some("2020-01-01T00:00:00Z")).unwrap(),
+            // `token generate` refuses a past expiry: the library writes one.
+            expired: mark_store::generate_token(
+                &["/**".to_string()],
+                &[mark_store::Op::Publish],
+                Some(std::time::UNIX_EPOCH + Duration::from_secs(1_577_836_800)),
+                &file,
+            )
+            .unwrap(),
         };
         let mut args = vec!["--tokens".to_string(), file.display().to_string()];
         args.extend(extra.iter().map(|s| s.to_string()));
@@ -752,7 +759,12 @@ async fn oversized_request_line_and_metadata_are_refused_and_the_server_keeps_se
     // A body over the transport cap (request line + metadata + 1 MiB document).
     let mut huge = b"PUBLISH /guide/huge.md\n".to_vec();
     huge.resize(huge.len() + 2 * 1024 * 1024, b'a');
-    assert_status(&conn.exchange(&huge).await, Status::TooLarge);
+    let resp = conn.exchange(&huge).await;
+    assert_status(&resp, Status::TooLarge);
+    // #14.11: the message names the document limit (1 MiB), not the request cap.
+    let message = String::from_utf8_lossy(&resp.body);
+    assert!(message.contains("at most 1048576 bytes"), "{message}");
+    assert!(!message.contains("1118216"), "{message}");
 
     assert_status(&conn.exchange(b"FETCH /index.md\n").await, Status::Ok);
     assert_status(&fx.fetch("/index.md").await, Status::Ok);
@@ -1171,6 +1183,81 @@ fn import_makes_every_file_version_one() {
         })
         .count();
     assert_eq!(history, 1);
+}
+
+/// #14.9: `import` takes a file over `--max-document-bytes` but says so, and
+/// what a write to it would need.
+#[test]
+fn import_warns_of_a_document_over_the_limit() {
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("small.md"), "# Small\n").unwrap();
+    std::fs::write(src.path().join("big.md"), "x".repeat(2_000_000)).unwrap();
+    let dest = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(mark_testkit::mark_server_binary().unwrap())
+        .arg("import")
+        .arg(src.path())
+        .arg(dest.path().join("store"))
+        .env("RUST_LOG", "info")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("/big.md is 2000000 bytes, over the 1048576-byte document limit"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--max-document-bytes 2000000"), "{stderr}");
+    assert!(!stderr.contains("/small.md is"), "{stderr}");
+}
+
+/// #14.11: `token generate` refuses an expiry already past and says what
+/// an `--expires` must look like; mark-server says each cause of an error
+/// once (no repeated `(os error 2)`).
+#[test]
+fn token_generate_refuses_a_past_expiry_and_says_each_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tokens.toml");
+    let generate = |expires: &str| {
+        let out = std::process::Command::new(mark_testkit::mark_server_binary().unwrap())
+            .args([
+                "token",
+                "generate",
+                "--paths",
+                "/**",
+                "--ops",
+                "read",
+                "--expires",
+                expires,
+            ])
+            .arg("--tokens")
+            .arg(&file)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, stderr) = generate("2020-01-01T00:00:00Z");
+    assert!(!ok && stderr.contains("is already past"), "{stderr}");
+    assert!(!file.exists(), "a token that can never work was stored");
+    for wrong in ["20270-01-01T00:00:00Z", "2027", "2027-13-01T00:00:00Z"] {
+        let (ok, stderr) = generate(wrong);
+        assert!(!ok, "{stderr}");
+        assert!(stderr.contains("give a four-digit year"), "{stderr}");
+        assert!(!stderr.contains("character literal"), "{stderr}");
+    }
+    // A token file that is not there: the cause and its source say "os error 2".
+    let root = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(mark_testkit::mark_server_binary().unwrap())
+        .arg("--root")
+        .arg(root.path())
+        .args(["--tokens", "/nonexistent/tokens.toml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(stderr.matches("os error 2").count(), 1, "{stderr}");
 }
 
 #[test]

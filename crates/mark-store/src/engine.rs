@@ -90,7 +90,7 @@ fn denial(d: Denial) -> Response {
         Denial::Unauthorized => Response::error(
             Status::Unauthorized,
             "Unauthorized",
-            "This request needs a valid token in the `auth` metadata.",
+            "This request needs a valid token; give your client one (mark-mcp: --token-file FILE or MARK_TOKEN).",
         ),
         Denial::NotPermitted => not_permitted(
             "The token does not grant this operation on this path, or it has expired.",
@@ -183,7 +183,8 @@ impl Engine {
     /// `tokens: None` means reads are public and writes are refused, and
     /// then opening changes nothing on disk; with tokens a versioned store
     /// has its document links repaired (a crash can leave one a step
-    /// behind), at the cost of one walk of the store.
+    /// behind) and crashed writers' temp files removed, at the cost of a
+    /// walk of the store.
     pub fn open(
         root: &Path,
         mode: StoreMode,
@@ -208,6 +209,7 @@ impl Engine {
         let store = Store::new(canonical, mode);
         if tokens.is_some() {
             store.repair_links();
+            store.remove_crashed_temps(SystemTime::now());
         }
         let name = store
             .root()
@@ -343,11 +345,25 @@ impl Engine {
             .map_err(denial)
     }
 
-    fn doc_lock(&self, doc: &SafePath) -> Arc<Mutex<()>> {
-        lock(&self.write_locks)
+    /// Runs `write` holding `doc`'s write lock, then drops the lock's entry
+    /// when no other writer waits on it, so the map holds only documents
+    /// being written.
+    fn serialized<T>(&self, doc: &SafePath, write: impl FnOnce() -> T) -> T {
+        let handle = lock(&self.write_locks)
             .entry(doc.clone())
             .or_default()
-            .clone()
+            .clone();
+        let result = {
+            let _serialized = lock(&handle);
+            write()
+        };
+        let mut locks = lock(&self.write_locks);
+        drop(handle);
+        // Every clone is taken under the map's lock: one reference is the map's own.
+        if locks.get(doc).is_some_and(|l| Arc::strong_count(l) == 1) {
+            locks.remove(doc);
+        }
+        result
     }
 
     fn fetch(&self, req: &Request, path: &SafePath, now: SystemTime) -> Reply {
@@ -539,10 +555,17 @@ impl Engine {
         &self,
         doc: &SafePath,
         now: SystemTime,
+        decide: impl FnMut(Option<&Snapshot>) -> Result<Step<'body>, Response>,
+    ) -> Reply {
+        self.serialized(doc, || self.write_next_serialized(doc, now, decide))
+    }
+
+    fn write_next_serialized<'body>(
+        &self,
+        doc: &SafePath,
+        now: SystemTime,
         mut decide: impl FnMut(Option<&Snapshot>) -> Result<Step<'body>, Response>,
     ) -> Reply {
-        let handle = self.doc_lock(doc);
-        let _serialized = lock(&handle);
         for _ in 0..WRITE_ATTEMPTS {
             let current = self.store.current(doc).map_err(|e| server_error(&e))?;
             let content = match decide(current.as_ref())? {
@@ -641,8 +664,16 @@ impl Engine {
     fn archive(&self, req: &Request, doc: &SafePath, now: SystemTime) -> Reply {
         self.may_write(req, doc, now)?;
         let expected = parse_version_meta(req, "expected-version")?;
-        let handle = self.doc_lock(doc);
-        let _serialized = lock(&handle);
+        self.serialized(doc, || self.archive_serialized(req, doc, expected, now))
+    }
+
+    fn archive_serialized(
+        &self,
+        req: &Request,
+        doc: &SafePath,
+        expected: Option<u64>,
+        now: SystemTime,
+    ) -> Reply {
         let current = self
             .store
             .current(doc)
@@ -708,6 +739,37 @@ mod tests {
     fn engine_is_send_and_sync() {
         fn shared<T: Send + Sync>() {}
         shared::<Engine>();
+    }
+
+    #[test]
+    fn write_locks_are_dropped_once_no_writer_holds_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let tokens = tempfile::tempdir().unwrap();
+        let file = tokens.path().join("tokens.toml");
+        let token =
+            crate::generate_token(&["/**".to_string()], &[Op::Publish], None, &file).unwrap();
+        let engine = Engine::open(
+            dir.path(),
+            StoreMode::Versioned,
+            Some(TokenStore::load(&file).unwrap()),
+        )
+        .unwrap();
+        for i in 0..50 {
+            let path = format!("/doc{i}.md");
+            let publish = Request::new(Verb::Publish, path.as_str())
+                .with_meta("auth", &token)
+                .with_body(b"# Doc\n".to_vec());
+            assert_eq!(
+                engine.handle(&publish, SystemTime::now()).status,
+                Status::Created
+            );
+            let archive = Request::new(Verb::Archive, path.as_str()).with_meta("auth", &token);
+            assert_eq!(
+                engine.handle(&archive, SystemTime::now()).status,
+                Status::Ok
+            );
+        }
+        assert_eq!(lock(&engine.write_locks).len(), 0);
     }
 
     #[test]

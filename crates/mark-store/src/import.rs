@@ -17,6 +17,9 @@ pub struct ImportReport {
     pub unchanged: usize,
     /// Files skipped, with the reason (in the way, name not allowed, too deep).
     pub skipped: Vec<String>,
+    /// Documents imported although over the document limit given, with
+    /// their size: served, but a write to one is refused as too large.
+    pub over_limit: Vec<(String, usize)>,
 }
 
 /// Imports every `.md` file under `src_dir` into the versioned store at
@@ -24,11 +27,14 @@ pub struct ImportReport {
 /// file becomes v1 of its document, or a new version when the document
 /// exists with other content. Hidden files and folders (leading `.`) and
 /// symlinks are skipped; `modified` is `now`. The destination must be
-/// missing, empty or a store; it gets the store marker.
+/// missing, empty or a store; it gets the store marker. Documents over
+/// `max_document_bytes` (the limit the store will be served with) are
+/// imported and named in [`ImportReport::over_limit`].
 pub fn import(
     src_dir: &Path,
     dest_root: &Path,
     now: SystemTime,
+    max_document_bytes: usize,
 ) -> Result<ImportReport, StoreError> {
     let io_err = |path: &Path| {
         let path = path.to_path_buf();
@@ -94,6 +100,9 @@ pub fn import(
                 continue;
             };
             let content = fs::read(&file).map_err(io_err(&file))?;
+            if content.len() > max_document_bytes {
+                report.over_limit.push((doc.decoded(), content.len()));
+            }
             match store.prepare_document(&doc) {
                 Ok(()) => {}
                 Err(FolderProblem::Io(e)) => {
@@ -151,7 +160,7 @@ mod tests {
         fs::write(src.path().join("notes/.draft.md"), "secret").unwrap();
         fs::write(src.path().join(".git/x.md"), "x").unwrap();
         fs::write(src.path().join("image.png"), [0u8, 1]).unwrap();
-        let report = import(src.path(), dest.path(), UNIX_EPOCH).unwrap();
+        let report = import(src.path(), dest.path(), UNIX_EPOCH, 1 << 20).unwrap();
         assert_eq!((report.imported, report.unchanged), (2, 0));
         assert_eq!(RootKind::of(dest.path()).unwrap(), RootKind::Store);
         assert!(dest.path().join("versions/index.md.v1").is_file());
@@ -163,9 +172,9 @@ mod tests {
                 .unwrap()
                 .ends_with(b"# A\n")
         );
-        let again = import(src.path(), dest.path(), UNIX_EPOCH).unwrap();
+        let again = import(src.path(), dest.path(), UNIX_EPOCH, 1 << 20).unwrap();
         assert_eq!((again.imported, again.unchanged), (0, 2));
         // A plain folder is never imported into (its files would vanish).
-        assert!(import(src.path(), src.path(), UNIX_EPOCH).is_err());
+        assert!(import(src.path(), src.path(), UNIX_EPOCH, 1 << 20).is_err());
     }
 }

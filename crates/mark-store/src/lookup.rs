@@ -126,6 +126,7 @@ impl LookupQuery {
             };
             filters.push(match key {
                 "tag" if !value.is_empty() => Filter::Tag(value.to_lowercase()),
+                "tag" => return Err(format!("Filter `{clause}` names no tag; use tag=NAME.")),
                 "modified-after" => Filter::ModifiedAfter(time()?),
                 "modified-before" => Filter::ModifiedBefore(time()?),
                 _ => {
@@ -715,6 +716,15 @@ mod tests {
         );
         assert!(LookupQuery::from_metadata(&meta(&[("query", "a b c")])).is_err());
         assert!(LookupQuery::from_metadata(&meta(&[])).is_err());
+    }
+
+    /// #14.11: an empty `tag=` is named as such, not as an unknown filter
+    /// whose fix is the same `tag=`.
+    #[test]
+    fn an_empty_tag_filter_says_it_names_no_tag() {
+        let err = LookupQuery::from_metadata(&meta(&[("query", "harbour"), ("filter", "tag=")]))
+            .unwrap_err();
+        assert_eq!(err, "Filter `tag=` names no tag; use tag=NAME.");
     }
 
     #[test]

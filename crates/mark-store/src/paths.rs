@@ -173,6 +173,23 @@ pub(crate) fn is_contained(root: &Path, path: &Path) -> bool {
     }
 }
 
+/// Whether `path` may be served from a flat root: it is contained (see
+/// [`is_contained`]) and its canonical form has no hidden segment below
+/// `root`, so a symlink `notes.md -> .secret.md` is not a way in.
+pub(crate) fn is_servable(root: &Path, path: &Path) -> bool {
+    servable_canonical(root, path).is_some()
+}
+
+/// The canonical form of `path` when it [`is_servable`].
+pub(crate) fn servable_canonical(root: &Path, path: &Path) -> Option<PathBuf> {
+    let canonical = path.canonicalize().ok()?;
+    let below = canonical.strip_prefix(root).ok()?;
+    below
+        .components()
+        .all(|c| !c.as_os_str().to_string_lossy().starts_with('.'))
+        .then_some(canonical)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,6 +281,26 @@ mod tests {
         {
             std::os::unix::fs::symlink(outside.path(), root.path().join("out")).unwrap();
             assert!(!is_contained(&root_c, &root.path().join("out")));
+        }
+    }
+
+    #[test]
+    fn a_symlink_to_a_hidden_file_is_not_servable() {
+        let root = tempfile::tempdir().unwrap();
+        let root_c = root.path().canonicalize().unwrap();
+        std::fs::write(root.path().join("in.md"), "x").unwrap();
+        std::fs::create_dir(root.path().join(".git")).unwrap();
+        std::fs::write(root.path().join(".secret.md"), "s").unwrap();
+        std::fs::write(root.path().join(".git/c.md"), "s").unwrap();
+        assert!(is_servable(&root_c, &root.path().join("in.md")));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::symlink;
+            symlink(root.path().join(".secret.md"), root.path().join("a.md")).unwrap();
+            symlink(root.path().join(".git/c.md"), root.path().join("b.md")).unwrap();
+            assert!(is_contained(&root_c, &root.path().join("a.md")));
+            assert!(!is_servable(&root_c, &root.path().join("a.md")));
+            assert!(!is_servable(&root_c, &root.path().join("b.md")));
         }
     }
 }

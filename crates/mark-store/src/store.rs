@@ -3,9 +3,10 @@
 //! [`SafePath`] and proves containment in the root before touching a file.
 
 use crate::clock::unix_seconds;
-use crate::paths::{SafePath, is_contained};
+use crate::paths::{SafePath, is_contained, is_servable, servable_canonical};
 use crate::versioned::{self, FolderIndex, History, VERSIONS_DIR, sha256_hex};
 use mark_proto::list::ListEntry;
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -71,12 +72,18 @@ pub(crate) struct Stamp {
     pub mtime_ns: i128,
 }
 
-/// The store: a canonical root and a mode.
+/// The store: a canonical root, a mode, and what VERSIONS learnt of each
+/// document's version files (so it reads only the new or changed ones).
 #[derive(Debug)]
 pub(crate) struct Store {
     root: PathBuf,
     mode: StoreMode,
+    version_records: std::sync::Mutex<HashMap<PathBuf, versioned::VersionRecords>>,
 }
+
+/// Documents whose version records are kept; past it they are all dropped
+/// (the next VERSIONS of each reads its files again, as without them).
+const RECORDED_DOCUMENTS: usize = 10_000;
 
 fn not_found_is_none<T>(r: io::Result<T>) -> io::Result<Option<T>> {
     match r {
@@ -93,6 +100,19 @@ fn not_found_is_none<T>(r: io::Result<T>) -> io::Result<Option<T>> {
     }
 }
 
+/// Whether two metadata describe the same file (device and inode).
+#[cfg(unix)]
+fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    (a.dev(), a.ino()) == (b.dev(), b.ino())
+}
+
+/// Elsewhere the best available: the same kind, length and modification time.
+#[cfg(not(unix))]
+fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
+    a.file_type() == b.file_type() && a.len() == b.len() && a.modified().ok() == b.modified().ok()
+}
+
 fn mtime_ns(m: &fs::Metadata) -> i128 {
     m.modified()
         .ok()
@@ -103,7 +123,11 @@ fn mtime_ns(m: &fs::Metadata) -> i128 {
 impl Store {
     /// A store over `root`, which must be canonical.
     pub(crate) fn new(root: PathBuf, mode: StoreMode) -> Store {
-        Store { root, mode }
+        Store {
+            root,
+            mode,
+            version_records: std::sync::Mutex::default(),
+        }
     }
 
     /// The canonical root.
@@ -141,14 +165,27 @@ impl Store {
         real.then(|| (vdir, folder.join(&name), name))
     }
 
-    /// A flat document's file, when it is a `.md` file inside the root.
-    fn flat_file(&self, doc: &SafePath) -> Option<PathBuf> {
-        let name = doc.name()?;
+    /// A flat document's file, opened, when it is a `.md` file inside the
+    /// root with no hidden segment. The checks are made after the open and
+    /// on the file opened (its device and inode are the checked path's), so
+    /// a symlink swapped between the check and the read serves nothing.
+    fn open_flat(&self, doc: &SafePath) -> io::Result<Option<(fs::File, fs::Metadata)>> {
+        let Some(name) = doc.name() else {
+            return Ok(None);
+        };
         if !name.ends_with(".md") || doc.is_dir_form() {
-            return None;
+            return Ok(None);
         }
         let path = doc.under(&self.root);
-        (is_contained(&self.root, &path) && path.is_file()).then_some(path)
+        let Some(file) = not_found_is_none(fs::File::open(&path))? else {
+            return Ok(None);
+        };
+        let opened = file.metadata()?;
+        // The canonical path has no symlink left to swap: the file there
+        // must be the one opened.
+        let checked = servable_canonical(&self.root, &path)
+            .is_some_and(|real| fs::symlink_metadata(real).is_ok_and(|m| same_file(&m, &opened)));
+        Ok((checked && opened.is_file()).then_some((file, opened)))
     }
 
     /// The current version of `doc`, or `None` when it is not a document.
@@ -181,16 +218,12 @@ impl Store {
     }
 
     fn flat_snapshot(&self, doc: &SafePath) -> io::Result<Option<Snapshot>> {
-        let Some(path) = self.flat_file(doc) else {
+        let Some((mut file, opened)) = self.open_flat(doc)? else {
             return Ok(None);
         };
-        let Some(bytes) = not_found_is_none(fs::read(&path))? else {
-            return Ok(None);
-        };
-        let modified = fs::metadata(&path)?
-            .modified()
-            .map(unix_seconds)
-            .unwrap_or(0);
+        let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
+        io::Read::read_to_end(&mut file, &mut bytes)?;
+        let modified = opened.modified().map(unix_seconds).unwrap_or(0);
         Ok(Some(Snapshot {
             version: 1,
             bytes,
@@ -237,7 +270,22 @@ impl Store {
                 let Some((vdir, _, name)) = self.versioned_parts(doc) else {
                     return Ok(None);
                 };
-                let h = versioned::history(&vdir, &name)?;
+                let key = vdir.join(&name);
+                let mut records = self
+                    .version_records
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&key)
+                    .unwrap_or_default();
+                let h = versioned::history(&vdir, &name, &mut records)?;
+                let mut all = self
+                    .version_records
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if all.len() >= RECORDED_DOCUMENTS {
+                    all.clear();
+                }
+                all.insert(key, records);
                 Ok((!h.versions.is_empty()).then_some(h))
             }
         }
@@ -347,7 +395,7 @@ impl Store {
                 StoreMode::Flat => {
                     if kind.is_dir() {
                         out.push((name, Child::Dir));
-                    } else if name.ends_with(".md") && is_contained(&self.root, &entry.path()) {
+                    } else if name.ends_with(".md") && is_servable(&self.root, &entry.path()) {
                         let m = fs::metadata(entry.path())?;
                         if m.is_file() {
                             let stamp = Stamp {
@@ -383,6 +431,38 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// Removes the temp files crashed writers left in the versions folders
+    /// (older than [`versioned::STALE_TEMP_AGE`] at `now`). Only a store
+    /// opened with write rights calls it. Failures are logged, not fatal.
+    pub(crate) fn remove_crashed_temps(&self, now: std::time::SystemTime) {
+        if self.mode != StoreMode::Versioned {
+            return;
+        }
+        let cutoff = now - versioned::STALE_TEMP_AGE;
+        let docs = match self.walk(&SafePath::root()) {
+            Ok(docs) => docs,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot walk the store to remove crashed writers' temp files");
+                return;
+            }
+        };
+        let folders: std::collections::BTreeSet<PathBuf> = docs
+            .iter()
+            .filter_map(|(doc, _)| self.versioned_parts(doc).map(|(vdir, _, _)| vdir))
+            .collect();
+        for vdir in folders {
+            match versioned::remove_stale_temps(&vdir, cutoff) {
+                Ok(0) => {}
+                Ok(n) => {
+                    tracing::info!(folder = %vdir.display(), removed = n, "removed crashed writers' temp files")
+                }
+                Err(e) => {
+                    tracing::warn!(folder = %vdir.display(), error = %e, "cannot remove crashed writers' temp files")
+                }
+            }
+        }
     }
 
     /// Points every document link at its newest version (after a crash the

@@ -275,6 +275,35 @@ fn temp_path(dir: &Path, stem: &str) -> PathBuf {
     ))
 }
 
+/// How old a temp file must be before it counts as a crashed writer's: a
+/// live write holds its temp file for milliseconds, so one this old is
+/// never another process's write in progress.
+pub(crate) const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Whether `file_name` is one of [`temp_path`]'s names.
+fn is_temp_name(file_name: &str) -> bool {
+    file_name.starts_with('.') && file_name.ends_with(".tmp")
+}
+
+/// Removes the temp files in `vdir` last modified before `cutoff` (a
+/// writer killed between create and link leaves one); the count removed.
+pub(crate) fn remove_stale_temps(vdir: &Path, cutoff: std::time::SystemTime) -> io::Result<usize> {
+    let mut removed = 0;
+    for entry in fs::read_dir(vdir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if !name.to_str().is_some_and(is_temp_name) {
+            continue;
+        }
+        let meta = entry.metadata()?;
+        if meta.is_file() && meta.modified().is_ok_and(|m| m < cutoff) {
+            fs::remove_file(entry.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Writes version `n` of `name` exclusively. `Ok(false)` when `n` already
 /// exists (another writer won it); the file is then left untouched.
 pub(crate) fn write_version(
@@ -415,12 +444,115 @@ pub(crate) struct History {
     pub chain_error: Option<String>,
 }
 
-/// Reads every version of `name` and recomputes each `previous-hash`.
-pub(crate) fn history(vdir: &Path, name: &str) -> io::Result<History> {
+/// What the chain check needs of one version file, kept while the file's
+/// stamp is unchanged so that VERSIONS reads and hashes only the files that
+/// are new or changed on disk.
+#[derive(Debug, Clone)]
+pub(crate) struct VersionRecord {
+    /// Length, modification and change times, device and inode when read.
+    stamp: FileStamp,
+    /// `sha256-<hex>` of the whole file, as the next version's `previous-hash`.
+    hash: String,
+    /// The parsed header, or why it could not be parsed.
+    header: Result<Header, String>,
+    /// The file's mtime (Unix seconds), for a header without `modified`.
+    mtime: i64,
+}
+
+/// A file's identity and last change: any write to it changes one of them
+/// (the change time moves even when the mtime is set back).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified_ns: i128,
+    changed_ns: i128,
+    file_id: (u64, u64),
+}
+
+impl FileStamp {
+    fn of(m: &fs::Metadata) -> FileStamp {
+        let nanos = |t: io::Result<std::time::SystemTime>| {
+            t.ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i128)
+        };
+        #[cfg(unix)]
+        let (changed_ns, file_id) = {
+            use std::os::unix::fs::MetadataExt;
+            (
+                i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+                (m.dev(), m.ino()),
+            )
+        };
+        #[cfg(not(unix))]
+        let (changed_ns, file_id) = (0, (0, 0));
+        FileStamp {
+            len: m.len(),
+            modified_ns: nanos(m.modified()),
+            changed_ns,
+            file_id,
+        }
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Version files [`record_of`] read on this thread (tests count them).
+    static BODY_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The records of one document's versions by number, reused across calls.
+pub(crate) type VersionRecords = std::collections::HashMap<u64, VersionRecord>;
+
+/// The record of version `n`: `records`' when the file's stamp is the one
+/// it was read at, else read (and kept) afresh; `None` when it is not a
+/// regular file.
+fn record_of(
+    vdir: &Path,
+    name: &str,
+    n: u64,
+    records: &mut VersionRecords,
+) -> io::Result<Option<VersionRecord>> {
+    let path = vdir.join(version_file_name(name, n));
+    let meta = match fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_file() => m,
+        Ok(_) => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let stamp = FileStamp::of(&meta);
+    if let Some(r) = records.get(&n).filter(|r| r.stamp == stamp) {
+        return Ok(Some(r.clone()));
+    }
+    let Some(bytes) = read_version(vdir, name, n)? else {
+        return Ok(None);
+    };
+    #[cfg(test)]
+    BODY_READS.with(|r| r.set(r.get() + 1));
+    let record = VersionRecord {
+        // Stamped before the read: a write during it shows at the next call.
+        stamp,
+        hash: format!("sha256-{}", sha256_hex(&bytes)),
+        header: parse_header(&bytes),
+        mtime: meta.modified().map(crate::clock::unix_seconds).unwrap_or(0),
+    };
+    records.insert(n, record.clone());
+    Ok(Some(record))
+}
+
+/// Every version of `name` with its chain checked (each `previous-hash`
+/// against the version before), reading only the version files whose
+/// stamps differ from `records` (which it updates).
+pub(crate) fn history(
+    vdir: &Path,
+    name: &str,
+    records: &mut VersionRecords,
+) -> io::Result<History> {
     let numbers = all_versions(vdir, name)?;
+    records.retain(|n, _| numbers.binary_search(n).is_ok());
     let mut versions = Vec::with_capacity(numbers.len());
     let mut chain_error = None;
-    let mut previous: Option<Vec<u8>> = None;
+    let mut previous: Option<String> = None;
     let mut expected = 1;
     for n in numbers {
         let note = |e: &mut Option<String>, msg: String| {
@@ -432,16 +564,12 @@ pub(crate) fn history(vdir: &Path, name: &str) -> io::Result<History> {
             note(&mut chain_error, format!("v{expected} is missing"));
         }
         expected = n + 1;
-        let Some(bytes) = read_version(vdir, name, n)? else {
+        let Some(record) = record_of(vdir, name, n, records)? else {
             note(&mut chain_error, format!("v{n} is not a regular file"));
             previous = None;
             continue;
         };
-        let mtime = fs::metadata(vdir.join(version_file_name(name, n)))
-            .and_then(|m| m.modified())
-            .map(crate::clock::unix_seconds)
-            .unwrap_or(0);
-        match parse_header(&bytes) {
+        match &record.header {
             Err(why) => note(&mut chain_error, format!("v{n} is unreadable: {why}")),
             Ok(h) => {
                 if h.version != n {
@@ -450,10 +578,7 @@ pub(crate) fn history(vdir: &Path, name: &str) -> io::Result<History> {
                         format!("v{n} says it is version {}", h.version),
                     );
                 }
-                let want = previous
-                    .as_deref()
-                    .map(|p| format!("sha256-{}", sha256_hex(p)));
-                match (n, &h.previous_hash, &want) {
+                match (n, &h.previous_hash, &previous) {
                     (1, Some(_), _) => note(&mut chain_error, "v1 has a previous-hash".to_string()),
                     (1, None, _) => {}
                     (_, None, _) => note(&mut chain_error, format!("v{n} has no previous-hash")),
@@ -463,13 +588,11 @@ pub(crate) fn history(vdir: &Path, name: &str) -> io::Result<History> {
                     ),
                     _ => {}
                 }
-                versions.push((n, h.modified.unwrap_or(mtime)));
-                previous = Some(bytes);
-                continue;
             }
         }
-        versions.push((n, mtime));
-        previous = Some(bytes);
+        let modified = record.header.as_ref().ok().and_then(|h| h.modified);
+        versions.push((n, modified.unwrap_or(record.mtime)));
+        previous = Some(record.hash);
     }
     Ok(History {
         versions,
@@ -587,11 +710,13 @@ mod tests {
         let v2 = encode_version(2, Some(&v1), 20, b"two");
         write_version(&vdir, "a.md", 1, &v1).unwrap();
         write_version(&vdir, "a.md", 2, &v2).unwrap();
-        let h = history(&vdir, "a.md").unwrap();
+        let mut records = VersionRecords::new();
+        let h = history(&vdir, "a.md", &mut records).unwrap();
         assert_eq!(h.versions, vec![(1, 10), (2, 20)]);
         assert_eq!(h.chain_error, None);
+        // Rewritten in place, same length, stamps known: still caught.
         fs::write(vdir.join("a.md.v1"), encode_version(1, None, 10, b"ONE")).unwrap();
-        let h = history(&vdir, "a.md").unwrap();
+        let h = history(&vdir, "a.md", &mut records).unwrap();
         assert_eq!(
             h.chain_error.as_deref(),
             Some("v2's previous-hash does not match v1")
@@ -599,7 +724,58 @@ mod tests {
         let v4 = encode_version(4, Some(&v2), 40, b"four");
         write_version(&vdir, "b.md", 1, &encode_version(1, None, 1, b"b")).unwrap();
         write_version(&vdir, "b.md", 3, &v4).unwrap();
-        let h = history(&vdir, "b.md").unwrap();
+        let h = history(&vdir, "b.md", &mut VersionRecords::new()).unwrap();
         assert_eq!(h.chain_error.as_deref(), Some("v2 is missing"));
+    }
+
+    /// #14.14: while the version files' stamps are unchanged, a history
+    /// reads no body; a new version is the only file read; a version
+    /// rewritten on disk (mtime set back) is read again and breaks the chain.
+    #[test]
+    fn history_reads_only_version_files_whose_stamps_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let vdir = dir.path().join(VERSIONS_DIR);
+        let mut last = encode_version(1, None, 1, b"v1");
+        write_version(&vdir, "a.md", 1, &last).unwrap();
+        for n in 2..=20 {
+            let next = encode_version(n, Some(&last), n as i64, format!("v{n}").as_bytes());
+            write_version(&vdir, "a.md", n, &next).unwrap();
+            last = next;
+        }
+        let reads = || BODY_READS.with(std::cell::Cell::get);
+        let mut records = VersionRecords::new();
+        let before = reads();
+        assert_eq!(
+            history(&vdir, "a.md", &mut records).unwrap().chain_error,
+            None
+        );
+        assert_eq!(reads() - before, 20);
+        let before = reads();
+        let h = history(&vdir, "a.md", &mut records).unwrap();
+        assert_eq!((h.versions.len(), h.chain_error), (20, None));
+        assert_eq!(reads() - before, 0, "unchanged files were read again");
+        let v21 = encode_version(21, Some(&last), 21, b"v21");
+        write_version(&vdir, "a.md", 21, &v21).unwrap();
+        let before = reads();
+        assert_eq!(
+            history(&vdir, "a.md", &mut records).unwrap().chain_error,
+            None
+        );
+        assert_eq!(reads() - before, 1);
+        // Rewrite v5 and put its mtime back: the change time still moves.
+        let v5 = vdir.join("a.md.v5");
+        let mtime = fs::metadata(&v5).unwrap().modified().unwrap();
+        fs::write(&v5, encode_version(5, None, 5, b"V5")).unwrap();
+        File::options()
+            .write(true)
+            .open(&v5)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let h = history(&vdir, "a.md", &mut records).unwrap();
+        assert!(
+            h.chain_error.is_some(),
+            "a rewritten version kept chain-valid"
+        );
     }
 }

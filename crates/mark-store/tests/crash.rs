@@ -135,3 +135,32 @@ fn sigkill_during_writes_loses_no_acknowledged_version() {
         );
     }
 }
+
+/// #14.15: a crashed writer's temp file (older than ten minutes) is removed
+/// when the store is opened with write rights, never when opened read-only;
+/// a fresh one (a write in progress elsewhere) stays.
+#[test]
+fn crashed_writers_temp_files_are_removed_only_with_write_rights() {
+    let mut s = Store::new();
+    assert_eq!(s.publish("/doc.md", "one\n").status, Status::Created);
+    let versions = s.dir.path().join("versions");
+    let stale = versions.join(".doc.md.v2.123-00000000000000ab.0.tmp");
+    let fresh = versions.join(".doc.md.v2.456-00000000000000cd.0.tmp");
+    for temp in [&stale, &fresh] {
+        std::fs::write(temp, "half a version").unwrap();
+    }
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&stale)
+        .unwrap()
+        .set_modified(an_hour_ago)
+        .unwrap();
+
+    Engine::open(s.dir.path(), StoreMode::Versioned, None).unwrap();
+    assert!(stale.exists(), "a read-only open changes nothing on disk");
+    s.reopen();
+    assert!(!stale.exists(), "the crashed writer's temp file stays");
+    assert!(fresh.exists(), "a write in progress lost its temp file");
+    assert_eq!(s.fetch("/doc.md").text().unwrap(), "one\n");
+}

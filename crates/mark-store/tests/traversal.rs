@@ -76,6 +76,74 @@ fn flat_mode_refuses_every_escape() {
     }
 }
 
+/// #14.15: in flat mode a symlink inside the root that points at a hidden
+/// file or into a hidden folder is not served, listed or searched.
+#[cfg(unix)]
+#[test]
+fn flat_mode_refuses_a_symlink_to_a_hidden_file() {
+    let (dir, engine) = support::flat(&[("a.md", "root")]);
+    std::fs::write(dir.path().join(".secret.md"), "hidden words\n").unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join(".git/notes.md"), "hidden words\n").unwrap();
+    std::os::unix::fs::symlink(dir.path().join(".secret.md"), dir.path().join("s.md")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join(".git/notes.md"), dir.path().join("g.md")).unwrap();
+    for path in ["/s.md", "/g.md"] {
+        let r = engine.handle(&Request::new(Verb::Fetch, path), at(0));
+        assert_eq!(r.status, Status::NotFound, "{path}");
+    }
+    let list = engine.handle(&Request::new(Verb::List, "/"), at(0));
+    assert_eq!(list.text().unwrap(), "\n- [a.md](a.md)\n");
+    let lookup = engine.handle(
+        &Request::new(Verb::Lookup, "/").with_meta("query", "hidden"),
+        at(0),
+    );
+    assert_eq!(lookup.meta("matches"), Some("0"));
+}
+
+/// #14.15: the containment check is made on the file opened, so a symlink
+/// swapped between an inside document and an outside secret while it is
+/// read never serves the secret.
+#[cfg(unix)]
+#[test]
+fn flat_mode_never_serves_a_symlink_swapped_during_the_read() {
+    let outside = outside_with_secret();
+    let (dir, engine) = support::flat(&[("inside.md", "inside")]);
+    let link = dir.path().join("swap.md");
+    let (inside, secret) = (
+        dir.path().join("inside.md"),
+        outside.path().join("secret.md"),
+    );
+    std::os::unix::fs::symlink(&inside, &link).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, link, dir) = (stop.clone(), link.clone(), dir.path().to_path_buf());
+        std::thread::spawn(move || {
+            let temp = dir.join("swap.tmp");
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let target = if i.is_multiple_of(2) {
+                    &secret
+                } else {
+                    &inside
+                };
+                let _ = std::fs::remove_file(&temp);
+                std::os::unix::fs::symlink(target, &temp).unwrap();
+                std::fs::rename(&temp, &link).unwrap();
+                i += 1;
+            }
+        })
+    };
+    let mut served = 0;
+    for _ in 0..3000 {
+        let r = engine.handle(&Request::new(Verb::Fetch, "/swap.md"), at(0));
+        assert_ne!(r.body, b"secret", "served the file outside the root");
+        served += usize::from(r.status == Status::Ok);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(served > 0, "the inside target was never served");
+}
+
 #[test]
 fn versioned_mode_refuses_every_escape_for_reads_and_writes() {
     let outside = outside_with_secret();
