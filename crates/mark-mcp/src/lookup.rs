@@ -3,12 +3,16 @@
 //! only when the rows' values differ, a document's tags once. It asks for
 //! any-word ranking (`terms: any`); a server that does not echo it answered
 //! all-words, and then one all-words LOOKUP per word, sent concurrently, is
-//! merged into the any-word ranking here. The same rows again in one
-//! session (an identical search, nothing changed) answer `unchanged` in one
-//! line, like a re-read document.
+//! merged into the any-word ranking here. `read: N` appends the top N
+//! hits' sections, each as `mark_fetch url#anchor` delivers it (the same
+//! function, deduplicated the same way), in what the rows leave of the
+//! result bound. The same rows again in one session (an identical search,
+//! nothing changed, nothing new to read) answer `unchanged` in one line,
+//! like a re-read document.
 
 use crate::dedup::{AnswerKey, Delivery, answer_digest};
 use crate::envelope::{ToolText, bounded_lines};
+use crate::fetch::{FetchParams, fetch_within};
 use crate::outbox::deliver;
 use crate::session::Session;
 use mark_proto::lookup::{LookupRow, LookupTable, query_words};
@@ -63,11 +67,24 @@ pub struct LookupParams {
     #[arg(long = "match", id = "match", value_enum)]
     #[serde(default, rename = "match")]
     pub match_mode: Option<MatchMode>,
+    /// Also read the top N hits' sections, 0 to 3 (default 1).
+    #[arg(long)]
+    #[serde(default)]
+    pub read: Option<u32>,
     /// Re-send even if unchanged.
     #[arg(long)]
     #[serde(default)]
     pub force: bool,
 }
+
+/// Hits read by default: the top hit holds the answer most often, and
+/// reading it in the same call saves the agent's second call.
+pub const DEFAULT_READ: u32 = 1;
+/// The most hits one lookup reads.
+pub const MAX_READ: u32 = 3;
+/// Room kept for each read's own `key: value` lines (title, section
+/// names and note are each at most 600 bytes).
+const READ_HEADER_BYTES: usize = 2_000;
 
 /// Longest snippet shown in a row, in characters: enough to recognise the
 /// hit; the section itself is one `mark_fetch url#anchor` away.
@@ -81,6 +98,15 @@ const PER_WORD_LIMIT: u32 = 200;
 /// Runs a LOOKUP for the session at time `now`.
 pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> ToolText {
     let force = params.force;
+    let read = match params.read {
+        None => DEFAULT_READ,
+        Some(n @ 0..=MAX_READ) => n,
+        Some(n) => {
+            return ToolText::error(format!(
+                "read {n} is out of range; give 0 to {MAX_READ} (the hits whose sections to read)"
+            ));
+        }
+    };
     // An answer is compared only with earlier answers to the same search.
     let key = AnswerKey {
         tool: "lookup",
@@ -94,12 +120,18 @@ pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> To
         .join("\0"),
         part: String::new(),
     };
-    let found = match search(session, params).await {
+    let (mut found, hits) = match search(session, params, read > 0).await {
         Ok(t) => t,
         Err(t) => return t,
     };
     let digest = answer_digest(&[&found.render()]);
-    if force || !session.log().answer_sent(&key, &digest, now) {
+    let rows_sent = !force && session.log().answer_sent(&key, &digest, now);
+    let budget = session
+        .settings()
+        .page_bytes
+        .saturating_sub(found.text.len());
+    let reads = read_hits(session, &hits[..hits.len().min(read as usize)], budget, now).await;
+    if !rows_sent || reads.iter().any(|r| r.status != "unchanged") {
         deliver(
             session,
             Delivery::Answer {
@@ -108,6 +140,9 @@ pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> To
                 at: now,
             },
         );
+        for r in reads {
+            found.text.push_str(&r.block);
+        }
         return found;
     }
     ToolText::new("unchanged")
@@ -117,13 +152,84 @@ pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> To
         )
 }
 
+/// One hit's document read for `read: N`.
+struct Read {
+    /// The fetch's status (`ok`, `unchanged`, `error`, …).
+    status: String,
+    /// `=== read /a.md#x ===` and the fetch result as `mark_fetch` renders it.
+    block: String,
+}
+
+/// Reads `hits` in rank order, one fetch per document (its hits' anchors
+/// together, so a section inside another comes once), within `budget`
+/// bytes of text.
+async fn read_hits(
+    session: &Session,
+    hits: &[LookupRow],
+    budget: usize,
+    now: Instant,
+) -> Vec<Read> {
+    let mut documents: Vec<(&str, Vec<&LookupRow>)> = Vec::new();
+    for hit in hits {
+        match documents.iter_mut().find(|(p, _)| *p == hit.path) {
+            Some((_, rows)) => rows.push(hit),
+            None => documents.push((&hit.path, vec![hit])),
+        }
+    }
+    let mut left = budget;
+    let mut reads = Vec::with_capacity(documents.len());
+    for (path, rows) in documents {
+        let targets: Vec<String> = rows.iter().map(|r| r.target()).collect();
+        let targets = targets.join(", ");
+        let room = left.saturating_sub(READ_HEADER_BYTES + targets.len());
+        if room < MIN_READ_BYTES {
+            let block =
+                format!("=== not read, over the result bound: {targets}; mark_fetch it ===\n");
+            left = left.saturating_sub(block.len());
+            reads.push(Read {
+                status: "skipped".into(),
+                block,
+            });
+            continue;
+        }
+        // A row without an anchor (a catalog row) reads its document.
+        let anchors = rows
+            .iter()
+            .map(|r| r.anchor.clone())
+            .collect::<Option<Vec<String>>>()
+            .unwrap_or_default();
+        let params = FetchParams {
+            url: path.to_string(),
+            anchors,
+            ..FetchParams::default()
+        };
+        let t = fetch_within(session, params, now, room).await;
+        let block = format!("\n=== read {targets} ===\n{}", t.render());
+        left = left.saturating_sub(block.len());
+        reads.push(Read {
+            status: t.status,
+            block,
+        });
+    }
+    reads
+}
+
+/// Below this much room a hit is named, not read.
+const MIN_READ_BYTES: usize = 400;
+
 /// The ranked rows and how many were found in all.
 struct Found {
     table: LookupTable,
     total: usize,
 }
 
-async fn search(session: &Session, params: LookupParams) -> Result<ToolText, ToolText> {
+/// The rows as text, and the hits themselves in rank order. `reading`:
+/// the top hits follow, so the closing line points at the others.
+async fn search(
+    session: &Session,
+    params: LookupParams,
+    reading: bool,
+) -> Result<(ToolText, Vec<LookupRow>), ToolText> {
     let query = params.query.trim();
     if query.is_empty() {
         return Err(ToolText::error(
@@ -186,7 +292,9 @@ async fn search(session: &Session, params: LookupParams) -> Result<ToolText, Too
         MAX_LIMIT as usize,
         "rows (fetch them with a higher limit or narrower words)",
     );
-    if shown > 0 {
+    if shown > 0 && reading {
+        text.push_str("Read other hits with mark_fetch url#anchor.\n");
+    } else if shown > 0 {
         text.push_str("Read a hit with mark_fetch url#anchor rather than the whole document.\n");
     } else if query != "*" {
         text.push_str(&format!(
@@ -202,7 +310,7 @@ async fn search(session: &Session, params: LookupParams) -> Result<ToolText, Too
     // LOOKUP leaves out words under 2 characters: say so, or `phase 5`
     // would look like a search for the fifth phase (`*` has no words).
     let too_short = words.too_short;
-    Ok(ToolText::new("ok")
+    let text = ToolText::new("ok")
         .with("matches", format!("{shown} of {}", found.total.max(shown)))
         .with_opt("match", resp.meta("match"))
         .with_text(text)
@@ -214,7 +322,8 @@ async fn search(session: &Session, params: LookupParams) -> Result<ToolText, Too
                     too_short.join(" ")
                 )
             }),
-        ))
+        );
+    Ok((text, found.table.rows))
 }
 
 fn read_table(resp: &Response) -> Result<Found, ToolText> {

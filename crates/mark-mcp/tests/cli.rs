@@ -31,8 +31,10 @@ async fn verbs_print_exactly_what_the_tools_return() {
             "mark_fetch",
         ),
         (
-            &["lookup", "dredger", "--match", "body", "--limit", "2"],
-            json!({"query": "dredger", "match": "body", "limit": 2}),
+            &[
+                "lookup", "dredger", "--match", "body", "--limit", "2", "--read", "2",
+            ],
+            json!({"query": "dredger", "match": "body", "limit": 2, "read": 2}),
             "mark_lookup",
         ),
         (&["list", "/notes/"], json!({"url": "/notes/"}), "mark_list"),
