@@ -11,9 +11,10 @@
 //! like a re-read document.
 
 use crate::dedup::{AnswerKey, Delivery, answer_digest};
-use crate::envelope::{ToolText, bounded_lines};
+use crate::envelope::ToolText;
 use crate::fetch::{FetchParams, fetch_within};
 use crate::outbox::deliver;
+use crate::paging::cursor_argument;
 use crate::session::Session;
 use mark_proto::lookup::{LookupRow, LookupTable, query_words};
 use mark_proto::{Request, Response, Verb};
@@ -67,6 +68,10 @@ pub struct LookupParams {
     #[arg(long = "match", id = "match", value_enum)]
     #[serde(default, rename = "match")]
     pub match_mode: Option<MatchMode>,
+    /// Next-rows cursor from an earlier result.
+    #[arg(long)]
+    #[serde(default)]
+    pub cursor: Option<String>,
     /// Also read the top N hits' sections, 0 to 3 (default 1).
     #[arg(long)]
     #[serde(default)]
@@ -116,6 +121,7 @@ pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> To
             params.filter.as_deref().unwrap_or(""),
             &params.limit.map(|l| l.to_string()).unwrap_or_default(),
             params.match_mode.map_or("", MatchMode::as_str),
+            params.cursor.as_deref().unwrap_or("").trim(),
         ]
         .join("\0"),
         part: String::new(),
@@ -217,6 +223,41 @@ async fn read_hits(
 /// Below this much room a hit is named, not read.
 const MIN_READ_BYTES: usize = 400;
 
+/// The most rows a LOOKUP returns (the protocol's bound), so the deepest
+/// a cursor reaches.
+const SOURCE_MAX_ROWS: usize = 1000;
+
+/// A cursor over one search's ranked rows: `r{offset}.{check}`, where
+/// `check` is 12 hex digits of the hash of the search (query, scope, filter,
+/// match mode) and the offset, so a cursor is refused for another search,
+/// or when forged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RowCursor {
+    /// Rows before the first one this page shows.
+    offset: usize,
+}
+
+impl RowCursor {
+    fn check(search: &str, offset: usize) -> String {
+        answer_digest(&[search, &offset.to_string()])[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    fn encode(self, search: &str) -> String {
+        format!("r{}.{}", self.offset, RowCursor::check(search, self.offset))
+    }
+
+    /// Reads a cursor [`RowCursor::encode`] wrote for `search`.
+    fn parse(text: &str, search: &str) -> Option<RowCursor> {
+        let (offset, check) = text.strip_prefix('r')?.split_once('.')?;
+        let offset: usize = offset.parse().ok()?;
+        ((1..SOURCE_MAX_ROWS).contains(&offset) && check == RowCursor::check(search, offset))
+            .then_some(RowCursor { offset })
+    }
+}
+
 /// The ranked rows and how many were found in all.
 struct Found {
     table: LookupTable,
@@ -246,17 +287,34 @@ async fn search(
         }
     };
     let scope = session.path_of(params.scope.as_deref().unwrap_or("/"))?;
+    let filter = params
+        .filter
+        .as_deref()
+        .map(str::trim)
+        .filter(|f| !f.is_empty());
+    let search = [
+        query,
+        &scope,
+        filter.unwrap_or(""),
+        params.match_mode.map_or("", MatchMode::as_str),
+    ]
+    .join("\0");
+    let offset = match cursor_argument(params.cursor.as_deref(), |c| RowCursor::parse(c, &search)) {
+        Ok(c) => c.map_or(0, |c| c.offset),
+        Err(c) => {
+            return Err(ToolText::error(format!(
+                "cursor `{c}` is not one this lookup gave; look up again without a cursor"
+            )));
+        }
+    };
+    // The rows before the cursor are asked again: the protocol has no cursor.
+    let wanted = (offset + limit as usize).min(SOURCE_MAX_ROWS);
     let words = query_words(query);
     let request = |query: &str, limit: u32| {
         let mut req = Request::new(Verb::Lookup, scope.clone())
             .with_meta("query", query)
             .with_meta("limit", limit.to_string());
-        if let Some(f) = params
-            .filter
-            .as_deref()
-            .map(str::trim)
-            .filter(|f| !f.is_empty())
-        {
+        if let Some(f) = filter {
             req = req.with_meta("filter", f);
         }
         if let Some(m) = params.match_mode {
@@ -265,7 +323,7 @@ async fn search(
         req
     };
     let resp = session
-        .send_ok(request(query, limit).with_meta("terms", "any"))
+        .send_ok(request(query, wanted as u32).with_meta("terms", "any"))
         .await?;
     let mut found = read_table(&resp)?;
     let several = query != "*" && words.searched.len() > 1;
@@ -282,20 +340,43 @@ async fn search(
         for r in replies {
             per_word.push(read_table(&r?)?.table.rows);
         }
-        found = merge_any(per_word, limit as usize);
+        found = merge_any(per_word, wanted);
     }
-    let lines = rows(&found.table.rows);
-    let shown = lines.len();
-    let mut text = bounded_lines(
-        lines.iter().map(String::as_str),
-        session.settings().page_bytes / 4,
-        MAX_LIMIT as usize,
-        "rows (fetch them with a higher limit or narrower words)",
-    );
+    let hits: Vec<LookupRow> = found.table.rows.drain(..).skip(offset).collect();
+    let lines = rows(&hits);
+    // Whole rows while they fit; the rest are the next cursor's.
+    let mut text = String::new();
+    let mut shown = 0;
+    for line in &lines {
+        if text.len() + line.len() >= session.settings().page_bytes / 4 {
+            break;
+        }
+        text.push_str(line);
+        text.push('\n');
+        shown += 1;
+    }
+    let next = offset + shown;
+    if next < found.total && next < SOURCE_MAX_ROWS && shown > 0 {
+        let cursor = RowCursor { offset: next };
+        text.push_str(&format!(
+            "[rows {} to {next} of {}; the next rows: the same lookup with cursor \"{}\"]\n",
+            offset + 1,
+            found.total,
+            cursor.encode(&search)
+        ));
+    } else if next < found.total {
+        text.push_str(&format!(
+            "[rows past {SOURCE_MAX_ROWS} are not listed; narrow the words, the scope or the filter]\n"
+        ));
+    }
     if shown > 0 && reading {
         text.push_str("Read other hits with mark_fetch url#anchor.\n");
     } else if shown > 0 {
         text.push_str("Read a hit with mark_fetch url#anchor rather than the whole document.\n");
+    } else if offset > 0 {
+        text.push_str(&format!(
+            "no rows after row {offset}: fewer match now than when that cursor was given; look up again without a cursor\n"
+        ));
     } else if query != "*" {
         text.push_str(&format!(
             "nothing holds any of: {}; try other or fewer words{}, or a wider scope\n",
@@ -311,7 +392,7 @@ async fn search(
     // would look like a search for the fifth phase (`*` has no words).
     let too_short = words.too_short;
     let text = ToolText::new("ok")
-        .with("matches", format!("{shown} of {}", found.total.max(shown)))
+        .with("matches", format!("{shown} of {}", found.total.max(next)))
         .with_opt("match", resp.meta("match"))
         .with_text(text)
         .with_opt(
@@ -323,7 +404,9 @@ async fn search(
                 )
             }),
         );
-    Ok((text, found.table.rows))
+    let mut hits = hits;
+    hits.truncate(shown);
+    Ok((text, hits))
 }
 
 fn read_table(resp: &Response) -> Result<Found, ToolText> {
@@ -466,6 +549,17 @@ mod tests {
             cut[0].len() <= MAX_ROW_BYTES && cut[0].ends_with('…'),
             "cut, not dropped"
         );
+    }
+
+    #[test]
+    fn a_row_cursor_is_read_only_for_its_search_and_offset() {
+        let c = RowCursor { offset: 20 }.encode("a\0/");
+        assert_eq!(RowCursor::parse(&c, "a\0/"), Some(RowCursor { offset: 20 }));
+        assert_eq!(RowCursor::parse(&c, "b\0/"), None, "another search");
+        let other_offset = c.replacen("r20", "r30", 1);
+        assert_eq!(RowCursor::parse(&other_offset, "a\0/"), None, "forged");
+        let zero = RowCursor { offset: 0 }.encode("a\0/");
+        assert_eq!(RowCursor::parse(&zero, "a\0/"), None);
     }
 
     #[test]

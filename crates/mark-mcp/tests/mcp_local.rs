@@ -468,6 +468,67 @@ async fn lookup_reads_its_top_hits_as_mark_fetch_delivers_them() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lookup_cursor_pages_the_ranked_rows_and_refuses_forged_ones() {
+    let mcp = Mcp::start(&root_args(&kb(), &[])).await;
+    let rows = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with('/'))
+            .map(str::to_string)
+            .collect()
+    };
+    let cursor_of = |text: &str| {
+        text.split_once("with cursor \"")
+            .map(|(_, rest)| rest.split('"').next().unwrap().to_string())
+    };
+    let all = mcp
+        .call(
+            "mark_lookup",
+            json!({"query": "*", "limit": 100, "read": 0}),
+        )
+        .await;
+    assert_eq!(cursor_of(&all.text), None, "all rows fit: {}", all.text);
+    let (mut paged, mut cursor, mut calls) = (Vec::new(), None, 0);
+    loop {
+        let r = mcp
+            .call(
+                "mark_lookup",
+                json!({"query": "*", "limit": 2, "read": 0, "cursor": cursor}),
+            )
+            .await;
+        assert_eq!(r.status(), "ok", "{}", r.text);
+        paged.extend(rows(&r.text));
+        calls += 1;
+        cursor = cursor_of(&r.text);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!((paged, calls), (rows(&all.text), 3));
+    let first = mcp
+        .call(
+            "mark_lookup",
+            json!({"query": "*", "limit": 2, "read": 0, "force": true}),
+        )
+        .await;
+    let good = cursor_of(&first.text).unwrap();
+    assert!(first.text.contains("[rows 1 to 2 of 5; "), "{}", first.text);
+    let forged = good.replace('r', "r1");
+    for (query, cursor) in [("*", forged.as_str()), ("crew", good.as_str()), ("*", "x")] {
+        let r = mcp
+            .call("mark_lookup", json!({"query": query, "cursor": cursor}))
+            .await;
+        assert!(r.is_error, "{}", r.text);
+        assert_eq!(
+            r.body().trim_end(),
+            format!(
+                "cursor `{cursor}` is not one this lookup gave; look up again without a cursor"
+            )
+        );
+    }
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lookup_list_versions_and_refused_writes() {
     let mcp = Mcp::start(&root_args(&kb(), &["--write"])).await;
     let r = mcp.call("mark_lookup", json!({"query": "crew"})).await;
