@@ -406,7 +406,11 @@ async fn search(
         );
     let mut hits = hits;
     hits.truncate(shown);
-    Ok((text, hits))
+    let objects = hits.iter().map(row_object).collect();
+    Ok((
+        text.with_json("rows", serde_json::Value::Array(objects)),
+        hits,
+    ))
 }
 
 fn read_table(resp: &Response) -> Result<Found, ToolText> {
@@ -487,6 +491,17 @@ fn rows(rows: &[LookupRow]) -> Vec<String> {
             cut_bytes(line, MAX_ROW_BYTES)
         })
         .collect()
+}
+
+/// A row for `--json`: the fetchable url and each cell as it is.
+fn row_object(r: &LookupRow) -> serde_json::Value {
+    serde_json::json!({
+        "url": r.target(),
+        "title": r.title,
+        "importance": r.importance,
+        "tags": r.tags,
+        "snippet": r.snippet,
+    })
 }
 
 fn cut_chars(text: &str, max: usize) -> String {
