@@ -262,6 +262,8 @@ impl RowCursor {
 struct Found {
     table: LookupTable,
     total: usize,
+    /// The words a row (by `url#anchor`) does not hold, when known.
+    lacks: HashMap<String, Vec<String>>,
 }
 
 /// The rows as text, and the hits themselves in rank order. `reading`:
@@ -337,13 +339,13 @@ async fn search(
         )
         .await;
         let mut per_word = Vec::with_capacity(replies.len());
-        for r in replies {
-            per_word.push(read_table(&r?)?.table.rows);
+        for (word, r) in words.searched.iter().zip(replies) {
+            per_word.push((word.as_str(), read_table(&r?)?.table.rows));
         }
         found = merge_any(per_word, wanted);
     }
     let hits: Vec<LookupRow> = found.table.rows.drain(..).skip(offset).collect();
-    let lines = rows(&hits);
+    let lines = rows(&hits, &found.lacks);
     // Whole rows while they fit; the rest are the next cursor's.
     let mut text = String::new();
     let mut shown = 0;
@@ -406,7 +408,7 @@ async fn search(
         );
     let mut hits = hits;
     hits.truncate(shown);
-    let objects = hits.iter().map(row_object).collect();
+    let objects = hits.iter().map(|r| row_object(r, &found.lacks)).collect();
     Ok((
         text.with_json("rows", serde_json::Value::Array(objects)),
         hits,
@@ -420,39 +422,63 @@ fn read_table(resp: &Response) -> Result<Found, ToolText> {
         .meta("total")
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or(table.rows.len());
-    Ok(Found { table, total })
+    Ok(Found {
+        table,
+        total,
+        lacks: HashMap::new(),
+    })
 }
 
 /// Any-word ranking from one all-words result per word: a row scores the
 /// sum, over the words it was found for, of the word's rarity (fewer rows,
 /// more weight) times how high it ranked for it, times the number of those
 /// words (holding more of them counts most); ties by path, then anchor.
-fn merge_any(per_word: Vec<Vec<LookupRow>>, limit: usize) -> Found {
-    let mode = if per_word.iter().flatten().any(|r| r.snippet.is_some()) {
+/// A row not found for a word lacks it.
+fn merge_any(per_word: Vec<(&str, Vec<LookupRow>)>, limit: usize) -> Found {
+    let mode = if per_word
+        .iter()
+        .flat_map(|(_, rows)| rows)
+        .any(|r| r.snippet.is_some())
+    {
         mark_proto::lookup::MatchMode::Body
     } else {
         mark_proto::lookup::MatchMode::Catalog
     };
-    let most = per_word.iter().map(Vec::len).max().unwrap_or(0).max(1) as f64;
-    let mut scored: HashMap<String, (f64, usize, LookupRow)> = HashMap::new();
-    for rows in per_word {
+    let most = per_word
+        .iter()
+        .map(|(_, rows)| rows.len())
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let words: Vec<&str> = per_word.iter().map(|(w, _)| *w).collect();
+    let mut scored: HashMap<String, (f64, Vec<&str>, LookupRow)> = HashMap::new();
+    for (word, rows) in per_word {
         let rarity = (1.0 + most / rows.len().max(1) as f64).ln();
         let n = rows.len() as f64;
         for (rank, row) in rows.into_iter().enumerate() {
             let weight = rarity * (1.0 - 0.5 * rank as f64 / n);
             scored
                 .entry(row.target())
-                .and_modify(|(s, n, _)| {
+                .and_modify(|(s, held, _)| {
                     *s += weight;
-                    *n += 1;
+                    held.push(word);
                 })
-                .or_insert((weight, 1, row));
+                .or_insert((weight, vec![word], row));
         }
     }
-    let mut rows: Vec<(f64, LookupRow)> = scored
-        .into_values()
-        .map(|(s, n, row)| (s * n as f64, row))
-        .collect();
+    let mut lacks = HashMap::new();
+    let mut rows: Vec<(f64, LookupRow)> = Vec::with_capacity(scored.len());
+    for (target, (score, held, row)) in scored {
+        let lacking: Vec<String> = words
+            .iter()
+            .filter(|w| !held.contains(w))
+            .map(|w| w.to_string())
+            .collect();
+        if !lacking.is_empty() {
+            lacks.insert(target, lacking);
+        }
+        rows.push((score * held.len() as f64, row));
+    }
     rows.sort_by(|(sa, a), (sb, b)| {
         sb.total_cmp(sa)
             .then_with(|| a.path.cmp(&b.path))
@@ -466,23 +492,29 @@ fn merge_any(per_word: Vec<Vec<LookupRow>>, limit: usize) -> Found {
             rows: rows.into_iter().map(|(_, r)| r).collect(),
         },
         total,
+        lacks,
     }
 }
 
-/// One line per row: `url#anchor · Doc › Heading (importance) [tags] · snippet`.
-fn rows(rows: &[LookupRow]) -> Vec<String> {
+/// One line per row: `url#anchor · Doc › Heading (importance) [tags] ·
+/// lacks: word · snippet`.
+fn rows(rows: &[LookupRow], lacks: &HashMap<String, Vec<String>>) -> Vec<String> {
     let importance_differs = rows
         .windows(2)
         .any(|w| (w[0].importance - w[1].importance).abs() >= 0.005);
     let mut tagged: HashSet<&str> = HashSet::new();
     rows.iter()
         .map(|r| {
-            let mut line = format!("{} · {}", r.target(), r.title);
+            let target = r.target();
+            let mut line = format!("{target} · {}", r.title);
             if importance_differs {
                 line.push_str(&format!(" ({:.2})", r.importance));
             }
             if !r.tags.is_empty() && tagged.insert(&r.path) {
                 line.push_str(&format!(" [{}]", r.tags.join(", ")));
+            }
+            if let Some(lacking) = lacks.get(&target) {
+                line.push_str(&format!(" · lacks: {}", lacking.join(" ")));
             }
             if let Some(s) = r.snippet.as_deref().filter(|s| !s.is_empty()) {
                 line.push_str(" · ");
@@ -494,14 +526,19 @@ fn rows(rows: &[LookupRow]) -> Vec<String> {
 }
 
 /// A row for `--json`: the fetchable url and each cell as it is.
-fn row_object(r: &LookupRow) -> serde_json::Value {
-    serde_json::json!({
-        "url": r.target(),
+fn row_object(r: &LookupRow, lacks: &HashMap<String, Vec<String>>) -> serde_json::Value {
+    let target = r.target();
+    let mut object = serde_json::json!({
+        "url": target,
         "title": r.title,
         "importance": r.importance,
         "tags": r.tags,
         "snippet": r.snippet,
-    })
+    });
+    if let Some(lacking) = lacks.get(&target) {
+        object["lacks"] = serde_json::json!(lacking);
+    }
+    object
 }
 
 fn cut_chars(text: &str, max: usize) -> String {
@@ -542,10 +579,14 @@ mod tests {
 
     #[test]
     fn rows_are_one_compact_line_each() {
-        let same = rows(&[
-            row("/a.md", "x", 0.5, &["t"]),
-            row("/a.md", "y", 0.5, &["t"]),
-        ]);
+        let none = HashMap::new();
+        let same = rows(
+            &[
+                row("/a.md", "x", 0.5, &["t"]),
+                row("/a.md", "y", 0.5, &["t"]),
+            ],
+            &none,
+        );
         assert_eq!(
             same[0],
             format!("/a.md#x · Doc › Head [t] · {}…", "x".repeat(SNIPPET_CHARS))
@@ -555,11 +596,14 @@ mod tests {
             "tags once, importance only when it differs: {}",
             same[1]
         );
-        let differ = rows(&[row("/a.md", "x", 0.9, &[]), row("/b.md", "y", 0.5, &[])]);
+        let differ = rows(
+            &[row("/a.md", "x", 0.9, &[]), row("/b.md", "y", 0.5, &[])],
+            &none,
+        );
         assert!(differ[0].starts_with("/a.md#x · Doc › Head (0.90) · "));
         let mut long = row("/a.md", "x", 0.5, &[]);
         long.title = "T".repeat(1000);
-        let cut = rows(&[long]);
+        let cut = rows(&[long], &none);
         assert!(
             cut[0].len() <= MAX_ROW_BYTES && cut[0].ends_with('…'),
             "cut, not dropped"
@@ -583,9 +627,19 @@ mod tests {
         let common: Vec<LookupRow> = (0..20).map(|i| r(&format!("/c{i:02}.md"))).collect();
         let mut common_plus = common.clone();
         common_plus.push(r("/both.md"));
-        let found = merge_any(vec![common_plus, vec![r("/rare.md"), r("/both.md")]], 3);
+        let found = merge_any(
+            vec![
+                ("common", common_plus),
+                ("rare", vec![r("/rare.md"), r("/both.md")]),
+            ],
+            3,
+        );
         let order: Vec<String> = found.table.rows.iter().map(|r| r.target()).collect();
         assert_eq!(order, ["/both.md", "/rare.md", "/c00.md"]);
         assert_eq!(found.total, 22);
+        assert_eq!(found.lacks.get("/both.md"), None, "holds both");
+        assert_eq!(found.lacks["/rare.md"], ["common"]);
+        let lines = rows(&found.table.rows, &found.lacks);
+        assert_eq!(lines[1], "/rare.md · T · lacks: common");
     }
 }
