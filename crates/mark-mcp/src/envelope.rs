@@ -27,6 +27,9 @@ pub struct ToolText {
     pub is_error: bool,
     /// The key of the text in the `--json` form (`text`; a preview's is `diff`).
     pub text_key: &'static str,
+    /// Values only the `--json` form carries, as they are (a lookup's
+    /// `rows` as objects); MCP results stay the text.
+    pub json: Vec<(&'static str, Value)>,
 }
 
 impl ToolText {
@@ -38,6 +41,7 @@ impl ToolText {
             text: String::new(),
             is_error: false,
             text_key: "text",
+            json: Vec::new(),
         }
     }
 
@@ -87,6 +91,12 @@ impl ToolText {
     /// Names the text's key in the `--json` form.
     pub fn with_text_key(mut self, key: &'static str) -> ToolText {
         self.text_key = key;
+        self
+    }
+
+    /// Adds a value only the `--json` form carries.
+    pub fn with_json(mut self, key: &'static str, value: Value) -> ToolText {
+        self.json.push((key, value));
         self
     }
 
@@ -141,6 +151,9 @@ impl ToolText {
             obj.insert(k.clone(), Value::String(v.clone()));
         }
         obj.insert(self.text_key.into(), Value::String(self.text.clone()));
+        for (k, v) in &self.json {
+            obj.insert((*k).into(), v.clone());
+        }
         if self.is_error {
             obj.insert("is_error".into(), Value::Bool(true));
         }

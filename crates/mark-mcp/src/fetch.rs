@@ -89,6 +89,19 @@ fn section_label<S: AsRef<str>>(
 
 /// Fetches `params.url` for the session at time `now`.
 pub async fn fetch(session: &Session, params: FetchParams, now: Instant) -> ToolText {
+    fetch_within(session, params, now, session.settings().page_bytes).await
+}
+
+/// [`fetch`] with its text kept within `budget` bytes (`--page-bytes` at
+/// most): `mark_lookup`'s `read` delivers its hits' sections in what the
+/// rows leave of the result bound. A document too big for the budget comes
+/// as its outline; a section, as for several anchors, is only named.
+pub async fn fetch_within(
+    session: &Session,
+    params: FetchParams,
+    now: Instant,
+    budget: usize,
+) -> ToolText {
     let target = match session.resolve(&params.url) {
         Ok(t) => t,
         Err(e) => return ToolText::error(e),
@@ -139,6 +152,7 @@ pub async fn fetch(session: &Session, params: FetchParams, now: Instant) -> Tool
         mode: params.mode.unwrap_or_default(),
         force: params.force,
         now,
+        budget: budget.min(session.settings().page_bytes),
     };
     let parts = if anchors.is_empty() {
         match view.whole(cursor.as_ref()) {
@@ -238,6 +252,8 @@ struct View<'a> {
     mode: FetchMode,
     force: bool,
     now: Instant,
+    /// The most text bytes this result may carry.
+    budget: usize,
 }
 
 impl View<'_> {
@@ -256,10 +272,20 @@ impl View<'_> {
 
     fn whole(&self, cursor: Option<&Cursor>) -> Result<Part, ToolText> {
         let body = self.cached.doc.source();
-        if self.comes_whole(body.len(), cursor) {
-            self.deliver(Slice::Body, &[], String::new(), body, 0, cursor, usize::MAX)
-        } else {
-            Ok(self.outline(None))
+        if !self.comes_whole(body.len(), cursor) {
+            return Ok(self.outline(None));
+        }
+        match self.deliver(
+            Slice::Body,
+            &[],
+            String::new(),
+            body,
+            0,
+            cursor,
+            self.budget,
+        )? {
+            part if part.kind == PartKind::Skipped => Ok(self.outline(None)),
+            part => Ok(part),
         }
     }
 
@@ -286,35 +312,35 @@ impl View<'_> {
         // What is left of the text bound: every piece shown costs its text
         // and label; once too little is left, the rest are only named (and,
         // not shown, not recorded as delivered).
-        let mut budget = self.session.settings().page_bytes;
+        let mut budget = self.budget;
         let mut parts = Vec::with_capacity(headings.len());
-        let mut named: Vec<&Heading> = Vec::with_capacity(headings.len());
-        for h in headings {
-            let text = doc.section_text(h);
-            let label = section_label(doc, h, &self.cached.repeated_headings);
-            // The same section named twice (by anchor and by heading text),
-            // or inside one named before, is delivered once in this call.
-            let enclosing = self.enclosing(h);
-            if let Some(earlier) = named
-                .iter()
-                .find(|e| e.line == h.line || enclosing.iter().any(|s| *s == anchor_slice(doc, e)))
-            {
-                if earlier.line != h.line {
-                    parts.push(Part {
-                        text: format!(
-                            "inside #{} in this result",
-                            earlier.anchor.as_deref().unwrap_or_default()
-                        ),
-                        label,
-                        kind: PartKind::Unchanged,
-                        size: size_line(text),
-                        page: None,
-                        changed_from: None,
-                    });
-                }
+        for (i, h) in headings.iter().copied().enumerate() {
+            // The same section named twice (by anchor and by heading text)
+            // is delivered once, and one inside another named section (before
+            // or after it) only as that: each text comes once in this call.
+            if headings[..i].iter().any(|e| e.line == h.line) {
                 continue;
             }
-            named.push(h);
+            let text = doc.section_text(h);
+            let label = section_label(doc, h, &self.cached.repeated_headings);
+            let enclosing = self.enclosing(h);
+            if let Some(outer) = headings
+                .iter()
+                .find(|e| e.line != h.line && enclosing.contains(&anchor_slice(doc, e)))
+            {
+                parts.push(Part {
+                    text: format!(
+                        "inside #{} in this result",
+                        outer.anchor.as_deref().unwrap_or_default()
+                    ),
+                    label,
+                    kind: PartKind::Unchanged,
+                    size: size_line(text),
+                    page: None,
+                    changed_from: None,
+                });
+                continue;
+            }
             let part = if budget < MIN_PART_BYTES {
                 Part::skipped(label, text)
             } else if self.comes_whole(text.len(), cursor) {
@@ -646,7 +672,7 @@ impl View<'_> {
                     let names: Vec<&str> = skipped.iter().map(|p| p.label.as_str()).collect();
                     text.push(format!(
                         "Not included, over the result's {}-byte text bound: {}; fetch them in another call.",
-                        self.session.settings().page_bytes,
+                        self.budget,
                         names_within(&names, NAMES_BYTES)
                     ));
                 }

@@ -3,13 +3,18 @@
 //! only when the rows' values differ, a document's tags once. It asks for
 //! any-word ranking (`terms: any`); a server that does not echo it answered
 //! all-words, and then one all-words LOOKUP per word, sent concurrently, is
-//! merged into the any-word ranking here. The same rows again in one
-//! session (an identical search, nothing changed) answer `unchanged` in one
-//! line, like a re-read document.
+//! merged into the any-word ranking here. `read: N` appends the top N
+//! hits' sections, each as `mark_fetch url#anchor` delivers it (the same
+//! function, deduplicated the same way), in what the rows leave of the
+//! result bound. The same rows again in one session (an identical search,
+//! nothing changed, nothing new to read) answer `unchanged` in one line,
+//! like a re-read document.
 
 use crate::dedup::{AnswerKey, Delivery, answer_digest};
-use crate::envelope::{ToolText, bounded_lines};
+use crate::envelope::ToolText;
+use crate::fetch::{FetchParams, fetch_within};
 use crate::outbox::deliver;
+use crate::paging::cursor_argument;
 use crate::session::Session;
 use mark_proto::lookup::{LookupRow, LookupTable, query_words};
 use mark_proto::{Request, Response, Verb};
@@ -63,11 +68,28 @@ pub struct LookupParams {
     #[arg(long = "match", id = "match", value_enum)]
     #[serde(default, rename = "match")]
     pub match_mode: Option<MatchMode>,
+    /// Next-rows cursor from an earlier result.
+    #[arg(long)]
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Also read the top N hits' sections, 0 to 3 (default 1).
+    #[arg(long)]
+    #[serde(default)]
+    pub read: Option<u32>,
     /// Re-send even if unchanged.
     #[arg(long)]
     #[serde(default)]
     pub force: bool,
 }
+
+/// Hits read by default: the top hit holds the answer most often, and
+/// reading it in the same call saves the agent's second call.
+pub const DEFAULT_READ: u32 = 1;
+/// The most hits one lookup reads.
+pub const MAX_READ: u32 = 3;
+/// Room kept for each read's own `key: value` lines (title, section
+/// names and note are each at most 600 bytes).
+const READ_HEADER_BYTES: usize = 2_000;
 
 /// Longest snippet shown in a row, in characters: enough to recognise the
 /// hit; the section itself is one `mark_fetch url#anchor` away.
@@ -81,6 +103,15 @@ const PER_WORD_LIMIT: u32 = 200;
 /// Runs a LOOKUP for the session at time `now`.
 pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> ToolText {
     let force = params.force;
+    let read = match params.read {
+        None => DEFAULT_READ,
+        Some(n @ 0..=MAX_READ) => n,
+        Some(n) => {
+            return ToolText::error(format!(
+                "read {n} is out of range; give 0 to {MAX_READ} (the hits whose sections to read)"
+            ));
+        }
+    };
     // An answer is compared only with earlier answers to the same search.
     let key = AnswerKey {
         tool: "lookup",
@@ -90,16 +121,23 @@ pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> To
             params.filter.as_deref().unwrap_or(""),
             &params.limit.map(|l| l.to_string()).unwrap_or_default(),
             params.match_mode.map_or("", MatchMode::as_str),
+            params.cursor.as_deref().unwrap_or("").trim(),
         ]
         .join("\0"),
         part: String::new(),
     };
-    let found = match search(session, params).await {
+    let (mut found, hits) = match search(session, params, read > 0).await {
         Ok(t) => t,
         Err(t) => return t,
     };
     let digest = answer_digest(&[&found.render()]);
-    if force || !session.log().answer_sent(&key, &digest, now) {
+    let rows_sent = !force && session.log().answer_sent(&key, &digest, now);
+    let budget = session
+        .settings()
+        .page_bytes
+        .saturating_sub(found.text.len());
+    let reads = read_hits(session, &hits[..hits.len().min(read as usize)], budget, now).await;
+    if !rows_sent || reads.iter().any(|r| r.status != "unchanged") {
         deliver(
             session,
             Delivery::Answer {
@@ -108,6 +146,9 @@ pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> To
                 at: now,
             },
         );
+        for r in reads {
+            found.text.push_str(&r.block);
+        }
         return found;
     }
     ToolText::new("unchanged")
@@ -117,13 +158,121 @@ pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> To
         )
 }
 
+/// One hit's document read for `read: N`.
+struct Read {
+    /// The fetch's status (`ok`, `unchanged`, `error`, …).
+    status: String,
+    /// `=== read /a.md#x ===` and the fetch result as `mark_fetch` renders it.
+    block: String,
+}
+
+/// Reads `hits` in rank order, one fetch per document (its hits' anchors
+/// together, so a section inside another comes once), within `budget`
+/// bytes of text.
+async fn read_hits(
+    session: &Session,
+    hits: &[LookupRow],
+    budget: usize,
+    now: Instant,
+) -> Vec<Read> {
+    let mut documents: Vec<(&str, Vec<&LookupRow>)> = Vec::new();
+    for hit in hits {
+        match documents.iter_mut().find(|(p, _)| *p == hit.path) {
+            Some((_, rows)) => rows.push(hit),
+            None => documents.push((&hit.path, vec![hit])),
+        }
+    }
+    let mut left = budget;
+    let mut reads = Vec::with_capacity(documents.len());
+    for (path, rows) in documents {
+        let targets: Vec<String> = rows.iter().map(|r| r.target()).collect();
+        let targets = targets.join(", ");
+        let room = left.saturating_sub(READ_HEADER_BYTES + targets.len());
+        if room < MIN_READ_BYTES {
+            let block =
+                format!("=== not read, over the result bound: {targets}; mark_fetch it ===\n");
+            left = left.saturating_sub(block.len());
+            reads.push(Read {
+                status: "skipped".into(),
+                block,
+            });
+            continue;
+        }
+        // A row without an anchor (a catalog row) reads its document.
+        let anchors = rows
+            .iter()
+            .map(|r| r.anchor.clone())
+            .collect::<Option<Vec<String>>>()
+            .unwrap_or_default();
+        let params = FetchParams {
+            url: path.to_string(),
+            anchors,
+            ..FetchParams::default()
+        };
+        let t = fetch_within(session, params, now, room).await;
+        let block = format!("\n=== read {targets} ===\n{}", t.render());
+        left = left.saturating_sub(block.len());
+        reads.push(Read {
+            status: t.status,
+            block,
+        });
+    }
+    reads
+}
+
+/// Below this much room a hit is named, not read.
+const MIN_READ_BYTES: usize = 400;
+
+/// The most rows a LOOKUP returns (the protocol's bound), so the deepest
+/// a cursor reaches.
+const SOURCE_MAX_ROWS: usize = 1000;
+
+/// A cursor over one search's ranked rows: `r{offset}.{check}`, where
+/// `check` is 12 hex digits of the hash of the search (query, scope, filter,
+/// match mode) and the offset, so a cursor is refused for another search,
+/// or when forged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RowCursor {
+    /// Rows before the first one this page shows.
+    offset: usize,
+}
+
+impl RowCursor {
+    fn check(search: &str, offset: usize) -> String {
+        answer_digest(&[search, &offset.to_string()])[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    fn encode(self, search: &str) -> String {
+        format!("r{}.{}", self.offset, RowCursor::check(search, self.offset))
+    }
+
+    /// Reads a cursor [`RowCursor::encode`] wrote for `search`.
+    fn parse(text: &str, search: &str) -> Option<RowCursor> {
+        let (offset, check) = text.strip_prefix('r')?.split_once('.')?;
+        let offset: usize = offset.parse().ok()?;
+        ((1..SOURCE_MAX_ROWS).contains(&offset) && check == RowCursor::check(search, offset))
+            .then_some(RowCursor { offset })
+    }
+}
+
 /// The ranked rows and how many were found in all.
 struct Found {
     table: LookupTable,
     total: usize,
+    /// The words a row (by `url#anchor`) does not hold, when known.
+    lacks: HashMap<String, Vec<String>>,
 }
 
-async fn search(session: &Session, params: LookupParams) -> Result<ToolText, ToolText> {
+/// The rows as text, and the hits themselves in rank order. `reading`:
+/// the top hits follow, so the closing line points at the others.
+async fn search(
+    session: &Session,
+    params: LookupParams,
+    reading: bool,
+) -> Result<(ToolText, Vec<LookupRow>), ToolText> {
     let query = params.query.trim();
     if query.is_empty() {
         return Err(ToolText::error(
@@ -140,17 +289,34 @@ async fn search(session: &Session, params: LookupParams) -> Result<ToolText, Too
         }
     };
     let scope = session.path_of(params.scope.as_deref().unwrap_or("/"))?;
+    let filter = params
+        .filter
+        .as_deref()
+        .map(str::trim)
+        .filter(|f| !f.is_empty());
+    let search = [
+        query,
+        &scope,
+        filter.unwrap_or(""),
+        params.match_mode.map_or("", MatchMode::as_str),
+    ]
+    .join("\0");
+    let offset = match cursor_argument(params.cursor.as_deref(), |c| RowCursor::parse(c, &search)) {
+        Ok(c) => c.map_or(0, |c| c.offset),
+        Err(c) => {
+            return Err(ToolText::error(format!(
+                "cursor `{c}` is not one this lookup gave; look up again without a cursor"
+            )));
+        }
+    };
+    // The rows before the cursor are asked again: the protocol has no cursor.
+    let wanted = (offset + limit as usize).min(SOURCE_MAX_ROWS);
     let words = query_words(query);
     let request = |query: &str, limit: u32| {
         let mut req = Request::new(Verb::Lookup, scope.clone())
             .with_meta("query", query)
             .with_meta("limit", limit.to_string());
-        if let Some(f) = params
-            .filter
-            .as_deref()
-            .map(str::trim)
-            .filter(|f| !f.is_empty())
-        {
+        if let Some(f) = filter {
             req = req.with_meta("filter", f);
         }
         if let Some(m) = params.match_mode {
@@ -159,7 +325,7 @@ async fn search(session: &Session, params: LookupParams) -> Result<ToolText, Too
         req
     };
     let resp = session
-        .send_ok(request(query, limit).with_meta("terms", "any"))
+        .send_ok(request(query, wanted as u32).with_meta("terms", "any"))
         .await?;
     let mut found = read_table(&resp)?;
     let several = query != "*" && words.searched.len() > 1;
@@ -173,21 +339,46 @@ async fn search(session: &Session, params: LookupParams) -> Result<ToolText, Too
         )
         .await;
         let mut per_word = Vec::with_capacity(replies.len());
-        for r in replies {
-            per_word.push(read_table(&r?)?.table.rows);
+        for (word, r) in words.searched.iter().zip(replies) {
+            per_word.push((word.as_str(), read_table(&r?)?.table.rows));
         }
-        found = merge_any(per_word, limit as usize);
+        found = merge_any(per_word, wanted);
     }
-    let lines = rows(&found.table.rows);
-    let shown = lines.len();
-    let mut text = bounded_lines(
-        lines.iter().map(String::as_str),
-        session.settings().page_bytes / 4,
-        MAX_LIMIT as usize,
-        "rows (fetch them with a higher limit or narrower words)",
-    );
-    if shown > 0 {
+    let hits: Vec<LookupRow> = found.table.rows.drain(..).skip(offset).collect();
+    let lines = rows(&hits, &found.lacks);
+    // Whole rows while they fit; the rest are the next cursor's.
+    let mut text = String::new();
+    let mut shown = 0;
+    for line in &lines {
+        if text.len() + line.len() >= session.settings().page_bytes / 4 {
+            break;
+        }
+        text.push_str(line);
+        text.push('\n');
+        shown += 1;
+    }
+    let next = offset + shown;
+    if next < found.total && next < SOURCE_MAX_ROWS && shown > 0 {
+        let cursor = RowCursor { offset: next };
+        text.push_str(&format!(
+            "[rows {} to {next} of {}; the next rows: the same lookup with cursor \"{}\"]\n",
+            offset + 1,
+            found.total,
+            cursor.encode(&search)
+        ));
+    } else if next < found.total {
+        text.push_str(&format!(
+            "[rows past {SOURCE_MAX_ROWS} are not listed; narrow the words, the scope or the filter]\n"
+        ));
+    }
+    if shown > 0 && reading {
+        text.push_str("Read other hits with mark_fetch url#anchor.\n");
+    } else if shown > 0 {
         text.push_str("Read a hit with mark_fetch url#anchor rather than the whole document.\n");
+    } else if offset > 0 {
+        text.push_str(&format!(
+            "no rows after row {offset}: fewer match now than when that cursor was given; look up again without a cursor\n"
+        ));
     } else if query != "*" {
         text.push_str(&format!(
             "nothing holds any of: {}; try other or fewer words{}, or a wider scope\n",
@@ -202,8 +393,8 @@ async fn search(session: &Session, params: LookupParams) -> Result<ToolText, Too
     // LOOKUP leaves out words under 2 characters: say so, or `phase 5`
     // would look like a search for the fifth phase (`*` has no words).
     let too_short = words.too_short;
-    Ok(ToolText::new("ok")
-        .with("matches", format!("{shown} of {}", found.total.max(shown)))
+    let text = ToolText::new("ok")
+        .with("matches", format!("{shown} of {}", found.total.max(next)))
         .with_opt("match", resp.meta("match"))
         .with_text(text)
         .with_opt(
@@ -214,7 +405,14 @@ async fn search(session: &Session, params: LookupParams) -> Result<ToolText, Too
                     too_short.join(" ")
                 )
             }),
-        ))
+        );
+    let mut hits = hits;
+    hits.truncate(shown);
+    let objects = hits.iter().map(|r| row_object(r, &found.lacks)).collect();
+    Ok((
+        text.with_json("rows", serde_json::Value::Array(objects)),
+        hits,
+    ))
 }
 
 fn read_table(resp: &Response) -> Result<Found, ToolText> {
@@ -224,39 +422,63 @@ fn read_table(resp: &Response) -> Result<Found, ToolText> {
         .meta("total")
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or(table.rows.len());
-    Ok(Found { table, total })
+    Ok(Found {
+        table,
+        total,
+        lacks: HashMap::new(),
+    })
 }
 
 /// Any-word ranking from one all-words result per word: a row scores the
 /// sum, over the words it was found for, of the word's rarity (fewer rows,
 /// more weight) times how high it ranked for it, times the number of those
 /// words (holding more of them counts most); ties by path, then anchor.
-fn merge_any(per_word: Vec<Vec<LookupRow>>, limit: usize) -> Found {
-    let mode = if per_word.iter().flatten().any(|r| r.snippet.is_some()) {
+/// A row not found for a word lacks it.
+fn merge_any(per_word: Vec<(&str, Vec<LookupRow>)>, limit: usize) -> Found {
+    let mode = if per_word
+        .iter()
+        .flat_map(|(_, rows)| rows)
+        .any(|r| r.snippet.is_some())
+    {
         mark_proto::lookup::MatchMode::Body
     } else {
         mark_proto::lookup::MatchMode::Catalog
     };
-    let most = per_word.iter().map(Vec::len).max().unwrap_or(0).max(1) as f64;
-    let mut scored: HashMap<String, (f64, usize, LookupRow)> = HashMap::new();
-    for rows in per_word {
+    let most = per_word
+        .iter()
+        .map(|(_, rows)| rows.len())
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let words: Vec<&str> = per_word.iter().map(|(w, _)| *w).collect();
+    let mut scored: HashMap<String, (f64, Vec<&str>, LookupRow)> = HashMap::new();
+    for (word, rows) in per_word {
         let rarity = (1.0 + most / rows.len().max(1) as f64).ln();
         let n = rows.len() as f64;
         for (rank, row) in rows.into_iter().enumerate() {
             let weight = rarity * (1.0 - 0.5 * rank as f64 / n);
             scored
                 .entry(row.target())
-                .and_modify(|(s, n, _)| {
+                .and_modify(|(s, held, _)| {
                     *s += weight;
-                    *n += 1;
+                    held.push(word);
                 })
-                .or_insert((weight, 1, row));
+                .or_insert((weight, vec![word], row));
         }
     }
-    let mut rows: Vec<(f64, LookupRow)> = scored
-        .into_values()
-        .map(|(s, n, row)| (s * n as f64, row))
-        .collect();
+    let mut lacks = HashMap::new();
+    let mut rows: Vec<(f64, LookupRow)> = Vec::with_capacity(scored.len());
+    for (target, (score, held, row)) in scored {
+        let lacking: Vec<String> = words
+            .iter()
+            .filter(|w| !held.contains(w))
+            .map(|w| w.to_string())
+            .collect();
+        if !lacking.is_empty() {
+            lacks.insert(target, lacking);
+        }
+        rows.push((score * held.len() as f64, row));
+    }
     rows.sort_by(|(sa, a), (sb, b)| {
         sb.total_cmp(sa)
             .then_with(|| a.path.cmp(&b.path))
@@ -270,23 +492,29 @@ fn merge_any(per_word: Vec<Vec<LookupRow>>, limit: usize) -> Found {
             rows: rows.into_iter().map(|(_, r)| r).collect(),
         },
         total,
+        lacks,
     }
 }
 
-/// One line per row: `url#anchor · Doc › Heading (importance) [tags] · snippet`.
-fn rows(rows: &[LookupRow]) -> Vec<String> {
+/// One line per row: `url#anchor · Doc › Heading (importance) [tags] ·
+/// lacks: word · snippet`.
+fn rows(rows: &[LookupRow], lacks: &HashMap<String, Vec<String>>) -> Vec<String> {
     let importance_differs = rows
         .windows(2)
         .any(|w| (w[0].importance - w[1].importance).abs() >= 0.005);
     let mut tagged: HashSet<&str> = HashSet::new();
     rows.iter()
         .map(|r| {
-            let mut line = format!("{} · {}", r.target(), r.title);
+            let target = r.target();
+            let mut line = format!("{target} · {}", r.title);
             if importance_differs {
                 line.push_str(&format!(" ({:.2})", r.importance));
             }
             if !r.tags.is_empty() && tagged.insert(&r.path) {
                 line.push_str(&format!(" [{}]", r.tags.join(", ")));
+            }
+            if let Some(lacking) = lacks.get(&target) {
+                line.push_str(&format!(" · lacks: {}", lacking.join(" ")));
             }
             if let Some(s) = r.snippet.as_deref().filter(|s| !s.is_empty()) {
                 line.push_str(" · ");
@@ -295,6 +523,22 @@ fn rows(rows: &[LookupRow]) -> Vec<String> {
             cut_bytes(line, MAX_ROW_BYTES)
         })
         .collect()
+}
+
+/// A row for `--json`: the fetchable url and each cell as it is.
+fn row_object(r: &LookupRow, lacks: &HashMap<String, Vec<String>>) -> serde_json::Value {
+    let target = r.target();
+    let mut object = serde_json::json!({
+        "url": target,
+        "title": r.title,
+        "importance": r.importance,
+        "tags": r.tags,
+        "snippet": r.snippet,
+    });
+    if let Some(lacking) = lacks.get(&target) {
+        object["lacks"] = serde_json::json!(lacking);
+    }
+    object
 }
 
 fn cut_chars(text: &str, max: usize) -> String {
@@ -335,10 +579,14 @@ mod tests {
 
     #[test]
     fn rows_are_one_compact_line_each() {
-        let same = rows(&[
-            row("/a.md", "x", 0.5, &["t"]),
-            row("/a.md", "y", 0.5, &["t"]),
-        ]);
+        let none = HashMap::new();
+        let same = rows(
+            &[
+                row("/a.md", "x", 0.5, &["t"]),
+                row("/a.md", "y", 0.5, &["t"]),
+            ],
+            &none,
+        );
         assert_eq!(
             same[0],
             format!("/a.md#x · Doc › Head [t] · {}…", "x".repeat(SNIPPET_CHARS))
@@ -348,15 +596,29 @@ mod tests {
             "tags once, importance only when it differs: {}",
             same[1]
         );
-        let differ = rows(&[row("/a.md", "x", 0.9, &[]), row("/b.md", "y", 0.5, &[])]);
+        let differ = rows(
+            &[row("/a.md", "x", 0.9, &[]), row("/b.md", "y", 0.5, &[])],
+            &none,
+        );
         assert!(differ[0].starts_with("/a.md#x · Doc › Head (0.90) · "));
         let mut long = row("/a.md", "x", 0.5, &[]);
         long.title = "T".repeat(1000);
-        let cut = rows(&[long]);
+        let cut = rows(&[long], &none);
         assert!(
             cut[0].len() <= MAX_ROW_BYTES && cut[0].ends_with('…'),
             "cut, not dropped"
         );
+    }
+
+    #[test]
+    fn a_row_cursor_is_read_only_for_its_search_and_offset() {
+        let c = RowCursor { offset: 20 }.encode("a\0/");
+        assert_eq!(RowCursor::parse(&c, "a\0/"), Some(RowCursor { offset: 20 }));
+        assert_eq!(RowCursor::parse(&c, "b\0/"), None, "another search");
+        let other_offset = c.replacen("r20", "r30", 1);
+        assert_eq!(RowCursor::parse(&other_offset, "a\0/"), None, "forged");
+        let zero = RowCursor { offset: 0 }.encode("a\0/");
+        assert_eq!(RowCursor::parse(&zero, "a\0/"), None);
     }
 
     #[test]
@@ -365,9 +627,19 @@ mod tests {
         let common: Vec<LookupRow> = (0..20).map(|i| r(&format!("/c{i:02}.md"))).collect();
         let mut common_plus = common.clone();
         common_plus.push(r("/both.md"));
-        let found = merge_any(vec![common_plus, vec![r("/rare.md"), r("/both.md")]], 3);
+        let found = merge_any(
+            vec![
+                ("common", common_plus),
+                ("rare", vec![r("/rare.md"), r("/both.md")]),
+            ],
+            3,
+        );
         let order: Vec<String> = found.table.rows.iter().map(|r| r.target()).collect();
         assert_eq!(order, ["/both.md", "/rare.md", "/c00.md"]);
         assert_eq!(found.total, 22);
+        assert_eq!(found.lacks.get("/both.md"), None, "holds both");
+        assert_eq!(found.lacks["/rare.md"], ["common"]);
+        let lines = rows(&found.table.rows, &found.lacks);
+        assert_eq!(lines[1], "/rare.md · T · lacks: common");
     }
 }

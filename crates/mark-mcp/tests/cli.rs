@@ -31,8 +31,10 @@ async fn verbs_print_exactly_what_the_tools_return() {
             "mark_fetch",
         ),
         (
-            &["lookup", "dredger", "--match", "body", "--limit", "2"],
-            json!({"query": "dredger", "match": "body", "limit": 2}),
+            &[
+                "lookup", "dredger", "--match", "body", "--limit", "2", "--read", "2",
+            ],
+            json!({"query": "dredger", "match": "body", "limit": 2, "read": 2}),
             "mark_lookup",
         ),
         (&["list", "/notes/"], json!({"url": "/notes/"}), "mark_list"),
@@ -56,6 +58,24 @@ async fn verbs_print_exactly_what_the_tools_return() {
         (Some("ok"), Some("#gamma"))
     );
     assert!(v["text"].as_str().unwrap().starts_with("## Gamma"));
+    // A lookup's rows come as objects too (MCP results stay text: the
+    // support client asserts there is no structuredContent).
+    let (stdout, ok) = run(&[
+        "--root", &root, "--json", "lookup", "dredger", "--match", "body", "--read", "0",
+    ]);
+    assert!(ok);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["matches"], "2 of 2");
+    assert_eq!(
+        v["rows"][0],
+        json!({
+            "url": "/notes/crew.md#night-shift",
+            "title": "Crew roster › Night shift",
+            "importance": 0.5,
+            "tags": ["crew", "roster"],
+            "snippet": "Ana and Kofi run the night shift on the dredger.",
+        })
+    );
     let (stdout, ok) = run(&["--root", &root, "fetch", "/small.md#nope"]);
     assert!(!ok && stdout.contains("section #nope not found in /small.md; nearest: "));
     let (_, ok) = run(&["fetch", "/small.md"]);

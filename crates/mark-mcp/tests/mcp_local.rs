@@ -395,6 +395,140 @@ async fn a_cursor_not_given_for_this_request_is_a_one_line_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookup_reads_its_top_hits_as_mark_fetch_delivers_them() {
+    let dir = copy_kb();
+    let mcp = Mcp::start(&root_args(dir.path(), &["--fresh-for", "0s"])).await;
+    let fresh = Mcp::start(&root_args(dir.path(), &[])).await;
+    let night = json!({"query": "night shift", "match": "body"});
+    // read 1 is the default: the top hit's section, exactly as mark_fetch
+    // gives it to a session that has not read it.
+    let r = mcp.call("mark_lookup", night.clone()).await;
+    let (rows, read) = r
+        .body()
+        .split_once("\n=== read /notes/crew.md#night-shift ===\n")
+        .unwrap_or_else(|| panic!("no read block: {}", r.text));
+    assert!(rows.ends_with("Read other hits with mark_fetch url#anchor.\n"));
+    let fetched = fresh
+        .call("mark_fetch", json!({"url": "/notes/crew.md#night-shift"}))
+        .await;
+    assert_eq!(read, fetched.text);
+    // It counts as delivered: mark_fetch and the same lookup say unchanged.
+    let again = mcp.fetch("/notes/crew.md#night-shift").await;
+    assert_eq!(again.status(), "unchanged", "{}", again.text);
+    let same = mcp.call("mark_lookup", night.clone()).await;
+    assert_eq!(same.status(), "unchanged", "{}", same.text);
+    // Two hits, one inside the other: one fetch, each text once.
+    let r = mcp
+        .call(
+            "mark_lookup",
+            json!({"query": "dredger", "match": "body", "read": 2}),
+        )
+        .await;
+    let read = r.body().split_once("\n=== read ").unwrap().1;
+    assert_eq!(read.matches("Ana and Kofi").count(), 1, "{}", r.text);
+    assert!(read.contains("#night-shift: inside #crew-roster in this result"));
+    // A changed section is delivered with the note saying what changed.
+    let crew = dir.path().join("notes/crew.md");
+    let text = std::fs::read_to_string(&crew).unwrap();
+    std::fs::write(
+        &crew,
+        text.replace("on the dredger.", "on the dredger and the tug."),
+    )
+    .unwrap();
+    let r = mcp.call("mark_lookup", night).await;
+    assert!(r.body().contains("and the tug"), "{}", r.text);
+    assert!(
+        r.body().contains("\nnote: changed since your last read"),
+        "{}",
+        r.text
+    );
+    // read 0 reads nothing; over 3 is refused in one sentence.
+    let r = mcp
+        .call(
+            "mark_lookup",
+            json!({"query": "gullwing", "match": "body", "read": 0}),
+        )
+        .await;
+    assert!(!r.text.contains("=== read"), "{}", r.text);
+    let r = mcp
+        .call("mark_lookup", json!({"query": "gullwing", "read": 4}))
+        .await;
+    assert!(r.is_error && r.body().starts_with("read 4 is out of range; give 0 to 3"));
+    mcp.stop().await;
+    fresh.stop().await;
+
+    // A section over the outline threshold comes as its sub-outline.
+    let mcp = Mcp::start(&root_args(&kb(), &["--outline-threshold", "100"])).await;
+    let r = mcp
+        .call("mark_lookup", json!({"query": "pilots", "match": "body"}))
+        .await;
+    let read = r.body().split_once("\n=== read ").unwrap().1;
+    assert!(read.contains("\nmode: outline\n"), "{}", r.text);
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lookup_cursor_pages_the_ranked_rows_and_refuses_forged_ones() {
+    let mcp = Mcp::start(&root_args(&kb(), &[])).await;
+    let rows = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with('/'))
+            .map(str::to_string)
+            .collect()
+    };
+    let cursor_of = |text: &str| {
+        text.split_once("with cursor \"")
+            .map(|(_, rest)| rest.split('"').next().unwrap().to_string())
+    };
+    let all = mcp
+        .call(
+            "mark_lookup",
+            json!({"query": "*", "limit": 100, "read": 0}),
+        )
+        .await;
+    assert_eq!(cursor_of(&all.text), None, "all rows fit: {}", all.text);
+    let (mut paged, mut cursor, mut calls) = (Vec::new(), None, 0);
+    loop {
+        let r = mcp
+            .call(
+                "mark_lookup",
+                json!({"query": "*", "limit": 2, "read": 0, "cursor": cursor}),
+            )
+            .await;
+        assert_eq!(r.status(), "ok", "{}", r.text);
+        paged.extend(rows(&r.text));
+        calls += 1;
+        cursor = cursor_of(&r.text);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!((paged, calls), (rows(&all.text), 3));
+    let first = mcp
+        .call(
+            "mark_lookup",
+            json!({"query": "*", "limit": 2, "read": 0, "force": true}),
+        )
+        .await;
+    let good = cursor_of(&first.text).unwrap();
+    assert!(first.text.contains("[rows 1 to 2 of 5; "), "{}", first.text);
+    let forged = good.replace('r', "r1");
+    for (query, cursor) in [("*", forged.as_str()), ("crew", good.as_str()), ("*", "x")] {
+        let r = mcp
+            .call("mark_lookup", json!({"query": query, "cursor": cursor}))
+            .await;
+        assert!(r.is_error, "{}", r.text);
+        assert_eq!(
+            r.body().trim_end(),
+            format!(
+                "cursor `{cursor}` is not one this lookup gave; look up again without a cursor"
+            )
+        );
+    }
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lookup_list_versions_and_refused_writes() {
     let mcp = Mcp::start(&root_args(&kb(), &["--write"])).await;
     let r = mcp.call("mark_lookup", json!({"query": "crew"})).await;
@@ -408,10 +542,14 @@ async fn lookup_list_versions_and_refused_writes() {
         again.body().trim_end(),
         "the same rows as an identical lookup earlier this session; force=true to re-send"
     );
+    // force re-sends the rows; the top hit read in the first call is
+    // still the agent's, and says so.
     let forced = mcp
         .call("mark_lookup", json!({"query": "crew", "force": true}))
         .await;
-    assert_eq!(forced.text, r.text);
+    let rows = |text: &str| text.split("\n=== read ").next().unwrap().to_string();
+    assert_eq!(rows(&forced.text), rows(&r.text));
+    assert!(forced.text.contains("unchanged since"), "{}", forced.text);
     let r = mcp
         .call(
             "mark_lookup",

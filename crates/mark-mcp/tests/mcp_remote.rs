@@ -152,3 +152,46 @@ async fn remote_cache_dedup_and_writes() {
     assert_eq!(r.field("version"), Some("3"));
     b.stop().await;
 }
+
+/// A server that ranks all-words only (`--all-words-lookup`: `terms` not
+/// read, not echoed) finds no section holding every word; mark_lookup asks
+/// once per word, concurrently, ranks any-word itself, and a row holding
+/// only some of the words says which it lacks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_all_words_server_gets_one_lookup_per_word_ranked_here() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("pier.md"),
+        "# Pier\n\nPier is the deploy agent.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("hosts.md"),
+        "# Hosts\n\nHosts take their deploy work from a queue.\n",
+    )
+    .unwrap();
+    let server = MarkServerProcess::start(dir.path(), &["--flat", "--all-words-lookup"]).unwrap();
+    let mcp = Mcp::start(&server.reader_args(&[])).await;
+    let r = mcp
+        .call(
+            "mark_lookup",
+            json!({"query": "pier deploy work", "match": "body", "read": 0}),
+        )
+        .await;
+    assert_eq!(
+        (r.status(), r.field("match"), r.field("matches")),
+        ("ok", Some("body"), Some("2 of 2")),
+        "{}",
+        r.text
+    );
+    let rows: Vec<&str> = r.body().lines().filter(|l| l.starts_with('/')).collect();
+    for row in [
+        "/hosts.md#hosts · Hosts › Hosts · lacks: pier · Hosts take",
+        "/pier.md#pier · Pier › Pier · lacks: work · Pier is",
+    ] {
+        assert!(rows.iter().any(|r| r.starts_with(row)), "{row}: {}", r.text);
+    }
+    // One LOOKUP answered all-words, then one per word.
+    assert_eq!(server.wait_for_requests("LOOKUP", "/", 4, WAIT), 4);
+    mcp.stop().await;
+}

@@ -85,6 +85,8 @@ enum Call {
     Lookup {
         word: usize,
         body: bool,
+        /// The hits whose sections it reads too.
+        read: u32,
     },
     List,
     Resource {
@@ -114,7 +116,11 @@ fn call() -> impl Strategy<Value = Call> {
                 pages
             }),
         (0usize..3).prop_map(|doc| Call::Explore { doc }),
-        (0usize..8, any::<bool>()).prop_map(|(word, body)| Call::Lookup { word, body }),
+        (0usize..8, any::<bool>(), 0u32..=3).prop_map(|(word, body, read)| Call::Lookup {
+            word,
+            body,
+            read
+        }),
         Just(Call::List),
         (0usize..3, any::<bool>()).prop_map(|(doc, section)| Call::Resource { doc, section }),
     ]
@@ -171,7 +177,7 @@ async fn run_calls(session: &Session, anchors: &[Vec<String>], calls: &[Call]) -
                 };
                 sizes.push(explore(session, params, now).await.render().len());
             }
-            Call::Lookup { word, body } => {
+            Call::Lookup { word, body, read } => {
                 let params = LookupParams {
                     query: WORDS[*word].to_string(),
                     limit: Some(100),
@@ -180,6 +186,7 @@ async fn run_calls(session: &Session, anchors: &[Vec<String>], calls: &[Call]) -
                     } else {
                         MatchMode::Catalog
                     }),
+                    read: Some(*read),
                     force: true,
                     ..LookupParams::default()
                 };

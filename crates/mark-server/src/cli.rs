@@ -71,6 +71,10 @@ struct ServeArgs {
     /// `next-cursor` in the answer.
     #[arg(long, hide = true)]
     unpaged_list: bool,
+    /// Test mode: answer LOOKUP as servers that rank all-words only (before
+    /// `terms: any`): the key is not read and not echoed.
+    #[arg(long, hide = true)]
+    all_words_lookup: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -240,6 +244,20 @@ fn list_unpaged(
     response
 }
 
+/// LOOKUP as an all-words server answers it (`--all-words-lookup`): `terms`
+/// is not read, and not echoed.
+fn lookup_all_words(
+    engine: &Engine,
+    request: &mark_proto::Request,
+    now: SystemTime,
+) -> mark_proto::Response {
+    let mut request = request.clone();
+    request.metadata.remove("terms");
+    let mut response = engine.handle(&request, now);
+    response.metadata.remove("terms");
+    response
+}
+
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let root = args.root.context("--root is required")?;
     let tokens = args
@@ -267,10 +285,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_connections: args.max_connections,
         max_streams: args.max_streams,
     };
-    let unpaged_list = args.unpaged_list;
+    let (unpaged_list, all_words_lookup) = (args.unpaged_list, args.all_words_lookup);
     let handler: Handler = Arc::new(move |request, now| {
         if unpaged_list && request.verb == mark_proto::Verb::List {
             return list_unpaged(&engine, request, now);
+        }
+        if all_words_lookup && request.verb == mark_proto::Verb::Lookup {
+            return lookup_all_words(&engine, request, now);
         }
         engine.handle(request, now)
     });
