@@ -1,12 +1,14 @@
 //! `mark-bench`: the orientation benchmark over the real `mark-mcp` and
 //! `mark-server` binaries (`orientation`), the side-by-side of mark-mcp and
-//! peer MCP servers (`peers`, run by `bench/peers/run.sh`), and a probe that
-//! lists any stdio MCP server's tools through the same rmcp client harness
-//! (`tools`). Built from the workspace only (`publish = false`): the
-//! product binaries link none of it.
+//! peer MCP servers (`peers`, run by `bench/peers/run.sh`), LOOKUP's ranking
+//! beside a plain tantivy index (`ranking`), and a probe that lists any
+//! stdio MCP server's tools through the same rmcp client harness (`tools`).
+//! Built from the workspace only (`publish = false`): the product binaries
+//! link none of it.
 
 use clap::{Parser, Subcommand};
 use mark_bench::peers::{PeersOptions, render_peers, run_peers};
+use mark_bench::ranking::{Corpus, render_ranking, run_ranking};
 use mark_bench::{McpSession, OrientationOptions, ServerCommand, render_table, run_orientation};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -73,6 +75,24 @@ enum Command {
         /// Also write the markdown here.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Also write the raw figures as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// How often LOOKUP's top row is the section a query names (API names
+    /// on the Node corpus, unique headings on both corpora), beside a plain
+    /// tantivy index of the same sections; in process, no server.
+    Ranking {
+        /// The knowledge base folder.
+        #[arg(long, default_value = "crates/mark-mcp/soul")]
+        kb: PathBuf,
+        /// The Node.js API corpus.
+        #[arg(
+            long,
+            default_value = "../shared/corpora/nodejs-api",
+            env = "MARK_NODEJS_CORPUS"
+        )]
+        corpus: PathBuf,
         /// Also write the raw figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -167,6 +187,30 @@ async fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
             write_json(json, &report)
+        }
+        Command::Ranking { kb, corpus, json } => {
+            let corpora = [
+                Corpus {
+                    name: "soul".into(),
+                    dir: kb,
+                    api: false,
+                },
+                Corpus {
+                    name: "nodejs-api".into(),
+                    dir: corpus,
+                    api: true,
+                },
+            ];
+            match run_ranking(&corpora) {
+                Ok(rows) => {
+                    print!("{}", render_ranking(&rows));
+                    write_json(json, &rows)
+                }
+                Err(e) => {
+                    eprintln!("mark-bench: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::Tools { call, args, server } => {
             let Some((program, rest)) = server.split_first() else {
