@@ -43,6 +43,9 @@ enum Command {
         /// Runs per strategy; wall time is the median.
         #[arg(long, default_value_t = 3)]
         runs: usize,
+        /// The plain agent's `read` on mark_lookup (default: the tool's own).
+        #[arg(long)]
+        read: Option<u64>,
         /// Also write the raw figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -120,6 +123,7 @@ async fn main() -> ExitCode {
             mark_mcp,
             mark_server,
             runs,
+            read,
             json,
         } => {
             let binary = |given: Option<PathBuf>, name: &str| match given {
@@ -142,6 +146,7 @@ async fn main() -> ExitCode {
                 runs: runs.max(1),
                 mark_mcp_bin,
                 mark_server_bin,
+                read,
             };
             let report = match run_orientation(opts).await {
                 Ok(r) => r,
