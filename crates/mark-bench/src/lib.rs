@@ -33,6 +33,7 @@ mod orientation;
 mod pass;
 pub mod peers;
 pub mod questions;
+pub mod ranking;
 pub mod reading;
 pub mod report;
 pub mod server;

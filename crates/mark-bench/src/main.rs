@@ -1,12 +1,14 @@
 //! `mark-bench`: the orientation benchmark over the real `mark-mcp` and
 //! `mark-server` binaries (`orientation`), the side-by-side of mark-mcp and
-//! peer MCP servers (`peers`, run by `bench/peers/run.sh`), and a probe that
-//! lists any stdio MCP server's tools through the same rmcp client harness
-//! (`tools`). Built from the workspace only (`publish = false`): the
-//! product binaries link none of it.
+//! peer MCP servers (`peers`, run by `bench/peers/run.sh`), LOOKUP's ranking
+//! beside a plain tantivy index (`ranking`), and a probe that lists any
+//! stdio MCP server's tools through the same rmcp client harness (`tools`).
+//! Built from the workspace only (`publish = false`): the product binaries
+//! link none of it.
 
 use clap::{Parser, Subcommand};
 use mark_bench::peers::{PeersOptions, render_peers, run_peers};
+use mark_bench::ranking::{Corpus, render_ranking, run_ranking};
 use mark_bench::{McpSession, OrientationOptions, ServerCommand, render_table, run_orientation};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,6 +43,9 @@ enum Command {
         /// Runs per strategy; wall time is the median.
         #[arg(long, default_value_t = 3)]
         runs: usize,
+        /// The plain agent's `read` on mark_lookup (default: the tool's own).
+        #[arg(long)]
+        read: Option<u64>,
         /// Also write the raw figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -77,6 +82,24 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// How often LOOKUP's top row is the section a query names (API names
+    /// on the Node corpus, unique headings on both corpora), beside a plain
+    /// tantivy index of the same sections; in process, no server.
+    Ranking {
+        /// The knowledge base folder.
+        #[arg(long, default_value = "crates/mark-mcp/soul")]
+        kb: PathBuf,
+        /// The Node.js API corpus.
+        #[arg(
+            long,
+            default_value = "../shared/corpora/nodejs-api",
+            env = "MARK_NODEJS_CORPUS"
+        )]
+        corpus: PathBuf,
+        /// Also write the raw figures as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Start a stdio MCP server, list its tools and optionally call one.
     Tools {
         /// A tool to call after listing.
@@ -100,6 +123,7 @@ async fn main() -> ExitCode {
             mark_mcp,
             mark_server,
             runs,
+            read,
             json,
         } => {
             let binary = |given: Option<PathBuf>, name: &str| match given {
@@ -122,6 +146,7 @@ async fn main() -> ExitCode {
                 runs: runs.max(1),
                 mark_mcp_bin,
                 mark_server_bin,
+                read,
             };
             let report = match run_orientation(opts).await {
                 Ok(r) => r,
@@ -167,6 +192,30 @@ async fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
             write_json(json, &report)
+        }
+        Command::Ranking { kb, corpus, json } => {
+            let corpora = [
+                Corpus {
+                    name: "soul".into(),
+                    dir: kb,
+                    api: false,
+                },
+                Corpus {
+                    name: "nodejs-api".into(),
+                    dir: corpus,
+                    api: true,
+                },
+            ];
+            match run_ranking(&corpora) {
+                Ok(rows) => {
+                    print!("{}", render_ranking(&rows));
+                    write_json(json, &rows)
+                }
+                Err(e) => {
+                    eprintln!("mark-bench: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::Tools { call, args, server } => {
             let Some((program, rest)) = server.split_first() else {

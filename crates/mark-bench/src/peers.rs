@@ -334,6 +334,7 @@ pub async fn run_peers(opts: PeersOptions) -> Result<PeersReport, BenchError> {
         Some(why) => rows.push(StrategyFigures::skipped("mark-mcp", &why, n)),
         None => {
             for s in [
+                Strategy::PlainAgent,
                 Strategy::FullChain,
                 Strategy::LookupSection,
                 Strategy::ExploreSection,

@@ -87,6 +87,8 @@ pub struct ToolCall {
 pub struct McpSession {
     client: RunningService<RoleClient, ()>,
     tools: Vec<String>,
+    /// Each tool's input schema `properties`, by tool name.
+    params: Vec<(String, Value)>,
     command: String,
     stderr_tail: Arc<Mutex<String>>,
     calls: Vec<ToolCall>,
@@ -165,8 +167,8 @@ impl McpSession {
                 });
             }
         };
-        let tools = match tokio::time::timeout(CALL_TIMEOUT, client.list_all_tools()).await {
-            Ok(Ok(tools)) => tools.into_iter().map(|t| t.name.to_string()).collect(),
+        let listed = match tokio::time::timeout(CALL_TIMEOUT, client.list_all_tools()).await {
+            Ok(Ok(tools)) => tools,
             Ok(Err(e)) => {
                 return Err(BenchError::Mcp {
                     command: shown,
@@ -180,9 +182,18 @@ impl McpSession {
                 });
             }
         };
+        let tools = listed.iter().map(|t| t.name.to_string()).collect();
+        let params = listed
+            .iter()
+            .map(|t| {
+                let properties = t.input_schema.get("properties").cloned();
+                (t.name.to_string(), properties.unwrap_or(Value::Null))
+            })
+            .collect();
         Ok(McpSession {
             client,
             tools,
+            params,
             command: shown,
             stderr_tail,
             calls: Vec::new(),
@@ -197,6 +208,15 @@ impl McpSession {
     /// Whether the server offers `tool`.
     pub fn has_tool(&self, tool: &str) -> bool {
         self.tools.iter().any(|t| t == tool)
+    }
+
+    /// The schema of `tool`'s parameter `param` (`None` when the tool
+    /// does not take it).
+    pub fn param(&self, tool: &str, param: &str) -> Option<&Value> {
+        self.params
+            .iter()
+            .find(|(t, _)| t == tool)
+            .and_then(|(_, props)| props.get(param))
     }
 
     /// Every call so far, in order.

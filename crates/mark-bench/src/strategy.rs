@@ -24,19 +24,30 @@ pub const MAX_SECTION_FETCHES: usize = 4;
 pub const MAX_CARD_PAGES: usize = 3;
 /// Rows a lookup asks for.
 pub const LOOKUP_LIMIT: u32 = 10;
+/// Rows the plain agent's one lookup asks for.
+pub const PLAIN_LIMIT: u32 = 5;
+/// Most tool calls the plain agent makes for one question.
+pub const PLAIN_CALLS: usize = 3;
+/// The document a session starts from (the SessionStart hook's card).
+pub const ROOT_DOCUMENT: &str = "/index.md";
 
 /// The strategies over mark-mcp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
+    /// One `mark_lookup` (body, [`PLAIN_LIMIT`] rows, `read` at the tool's
+    /// default or as given) with the question's words, then `mark_fetch` of
+    /// the next hits' sections in rank order, at most [`PLAIN_CALLS`] calls.
+    PlainAgent,
     /// `mark_lookup` (catalog), then `mark_fetch mode=full` of each candidate
     /// and of its best links, one step.
     FullChain,
     /// `mark_lookup match=body`, then `mark_fetch /doc.md#anchor` of the hits
     /// in rank order.
     LookupSection,
-    /// `mark_explore` of the question's hub, then `mark_fetch` of the card's
-    /// headings and links chosen by term overlap with the question.
+    /// `mark_explore` of the root document, then of the hub found from its
+    /// card or a lookup, then `mark_fetch` of the hub card's headings and
+    /// links chosen by term overlap with the question.
     ExploreSection,
     /// Strategy 3 asked twice in one session; the second pass is measured.
     WarmSession,
@@ -49,7 +60,8 @@ pub enum Strategy {
 
 impl Strategy {
     /// Every strategy, in table order.
-    pub const ALL: [Strategy; 5] = [
+    pub const ALL: [Strategy; 6] = [
+        Strategy::PlainAgent,
         Strategy::FullChain,
         Strategy::LookupSection,
         Strategy::ExploreSection,
@@ -60,6 +72,9 @@ impl Strategy {
     /// The label in tables.
     pub fn label(self) -> &'static str {
         match self {
+            Strategy::PlainAgent => {
+                "plain agent (lookup body limit 5 + read → next hits' sections)"
+            }
             Strategy::FullChain => "1. full-chain (lookup → fetch full, links one step)",
             Strategy::LookupSection => "2. lookup → section",
             Strategy::ExploreSection => "3. explore → section",
@@ -71,7 +86,7 @@ impl Strategy {
     /// The tool a strategy cannot run without.
     pub fn needs_tool(self) -> &'static str {
         match self {
-            Strategy::FullChain | Strategy::LookupSection => "mark_lookup",
+            Strategy::PlainAgent | Strategy::FullChain | Strategy::LookupSection => "mark_lookup",
             Strategy::ExploreSection | Strategy::WarmSession | Strategy::ExploreFloor => {
                 "mark_explore"
             }
@@ -217,6 +232,11 @@ fn trace_line(call: &ToolCall) -> String {
 pub enum Plan {
     /// A strategy over mark-mcp.
     Mark(Strategy),
+    /// The plain agent with `read: N` given (`None`: the tool's default).
+    Plain {
+        /// Sections the lookup reads.
+        read: Option<u64>,
+    },
     /// server-filesystem: `search_files **/*.md`, then `read_text_file` of
     /// the files whose path shares words with the question (best first,
     /// shallow first; `/index.md` when none does), and of their best links,
@@ -248,6 +268,8 @@ pub async fn ask(
             Plan::Mark(Strategy::FullChain) => {
                 full_chain(&mut asker, &DocReader::MarkFetchFull).await?
             }
+            Plan::Mark(Strategy::PlainAgent) => plain_agent(&mut asker, None).await?,
+            Plan::Plain { read } => plain_agent(&mut asker, *read).await?,
             Plan::Mark(Strategy::LookupSection) => lookup_section(&mut asker).await?,
             Plan::Mark(Strategy::ExploreSection | Strategy::WarmSession) => {
                 explore_section(&mut asker).await?
@@ -410,6 +432,41 @@ fn best_links(q_terms: &[String], path: &str, markdown: &str) -> Vec<String> {
         .collect()
 }
 
+/// [`Strategy::PlainAgent`]: one body lookup with the question's words
+/// (stop words dropped, nothing else), reading `read` hits in the same call
+/// (the tool's default when `None`; 0 when the tool has no `read`), then
+/// the next hits' sections in rank order until the facts are in or
+/// [`PLAIN_CALLS`] calls are spent. No ladder, no hub.
+async fn plain_agent(asker: &mut Asker<'_>, read: Option<u64>) -> Result<(), BenchError> {
+    let mut args = json!({
+        "query": terms(&asker.question().question).join(" "),
+        "match": "body",
+        "limit": PLAIN_LIMIT,
+    });
+    let schema = asker.session.param("mark_lookup", "read");
+    let default = schema
+        .and_then(|p| p.get("default"))
+        .and_then(Value::as_u64);
+    let read = match (schema, read) {
+        (Some(_), Some(n)) => {
+            args["read"] = json!(n);
+            n
+        }
+        (Some(_), None) => default.unwrap_or(0),
+        (None, _) => 0,
+    };
+    let call = asker.call("mark_lookup", args).await?;
+    let hits = reading::lookup_hits(asker.remembered(&call));
+    let skip = usize::try_from(read).unwrap_or(usize::MAX);
+    for hit in hits.iter().skip(skip) {
+        if asker.done() || asker.outcome.calls >= PLAIN_CALLS {
+            break;
+        }
+        asker.call("mark_fetch", json!({ "url": hit.url })).await?;
+    }
+    Ok(())
+}
+
 /// Strategy 2: body lookup, then the hits' sections in rank order.
 async fn lookup_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
     let hits = lookup_ladder(asker, true).await?;
@@ -481,7 +538,19 @@ pub const MAX_OFFER_FETCHES: usize = 2;
 /// hits' sections, until the facts appear or [`MAX_SECTION_FETCHES`]
 /// sections were read.
 async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
-    let hub = asker.question().hub.clone();
+    let Some(start) = find_hub(asker).await? else {
+        return Ok(());
+    };
+    let hub = document(&start).to_string();
+    if start.contains('#') {
+        // The root card links a section: read it before its document's card.
+        SectionReader::new(terms(&asker.question().question))
+            .read(asker, &start)
+            .await?;
+        if asker.done() {
+            return Ok(());
+        }
+    }
     let call = asker.call("mark_explore", json!({ "url": hub })).await?;
     if asker.done() || call.is_error {
         return Ok(());
@@ -565,6 +634,59 @@ async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
         }
     }
     Ok(())
+}
+
+/// The runs of digits in `text` (`phase 7` → `7`).
+fn numbers(text: &str) -> Vec<&str> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+/// A url without its `#anchor`.
+fn document(url: &str) -> &str {
+    url.split('#').next().unwrap_or(url)
+}
+
+/// Where strategy 3 explores: it starts from [`ROOT_DOCUMENT`]'s card, as a
+/// session that began with it would, and takes its best good offer (as in
+/// [`explore_section`]: two shared words, or a naming word; a link to a
+/// section keeps its `#anchor`); without one, the document of a body
+/// lookup's top hit (the query ladder). `None` when the root card already
+/// answered or nothing matched.
+async fn find_hub(asker: &mut Asker<'_>) -> Result<Option<String>, BenchError> {
+    let call = asker
+        .call("mark_explore", json!({ "url": ROOT_DOCUMENT }))
+        .await?;
+    if asker.done() {
+        return Ok(None);
+    }
+    let question = &asker.question().question;
+    let q_terms = terms(question);
+    let names: Vec<String> = key_terms(question)
+        .into_iter()
+        .filter(|t| !is_number(t))
+        .collect();
+    let strong = 2.min(q_terms.len()).max(1);
+    let asked = numbers(question);
+    let card = asker.remembered(&call).to_string();
+    let good: Vec<CardLink> = card_offers(ROOT_DOCUMENT, &card)
+        .into_iter()
+        .filter(|o| {
+            let words = offer_words(o);
+            // `Phase 8` is not the answer to a question about phase 7.
+            let other_number =
+                !asked.is_empty() && numbers(&o.text).iter().any(|n| !asked.contains(n));
+            !other_number && (overlap(&q_terms, &words) >= strong || overlap(&names, &words) > 0)
+        })
+        .collect();
+    if let Some(best) = rank_by_overlap(&q_terms, good, offer_words).first() {
+        return Ok(Some(best.url.clone()));
+    }
+    Ok(lookup_ladder(asker, true)
+        .await?
+        .first()
+        .map(|hit| document(&hit.url).to_string()))
 }
 
 /// [`Strategy::ExploreFloor`]: the hub's card, then the answer's section.

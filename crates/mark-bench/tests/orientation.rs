@@ -25,14 +25,20 @@ async fn orientation_benchmark_runs_over_the_real_binaries() {
         runs: 1,
         mark_mcp_bin: binary("mark-mcp"),
         mark_server_bin: binary("mark-server"),
+        read: None,
     };
     let report = run_orientation(opts).await.unwrap();
     let table = render_table(&report);
     println!("{table}");
 
+    let plain = report.strategy("plain agent").unwrap();
     let full = report.strategy("1.").unwrap();
     let section = report.strategy("2.").unwrap();
-    for s in [full, section] {
+    assert!(
+        plain.outcomes.iter().all(|o| o.calls <= 3),
+        "at most 3 calls"
+    );
+    for s in [plain, full, section] {
         assert!(s.skipped.is_none(), "{} was skipped", s.label);
         assert_eq!(s.questions, 30);
         assert!(s.answered > 0, "{} answered nothing", s.label);

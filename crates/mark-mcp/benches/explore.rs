@@ -16,7 +16,7 @@ use mark_mcp::settings::Settings;
 use mark_mcp::source::Source;
 use mark_mcp::sources::{LocalSource, RemoteSource};
 use mark_proto::MarkUrl;
-use mark_testkit::{MarkServerProcess, import_store};
+use mark_testkit::{MarkServerProcess, import_store, write_linked_tree};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,40 +33,10 @@ fn node_corpus() -> PathBuf {
         .join("nodejs-api")
 }
 
-/// 100 folders of 100 documents, ~1 KB each, 15 links per document: 12 to
-/// documents of other folders, 3 to one of 20 hubs in `/hubs/`.
+/// The linked 10,000-document tree (see `mark_testkit::write_linked_tree`).
 fn generated_tree() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let per = TREE_DOCS / 100;
-    std::fs::create_dir_all(dir.path().join("hubs")).unwrap();
-    for h in 0..20 {
-        std::fs::write(
-            dir.path().join(format!("hubs/hub-{h}.md")),
-            format!("# Hub {h}\n\nA hub every tenth document links to.\n"),
-        )
-        .unwrap();
-    }
-    for f in 0..100 {
-        let folder = dir.path().join(format!("f{f:02}"));
-        std::fs::create_dir_all(&folder).unwrap();
-        for d in 0..per {
-            let mut text = format!(
-                "# Document {f}-{d}\n\nThe opening paragraph of document {d} in folder {f}, \
-                 long enough to be cut like a real one would be.\n"
-            );
-            for s in 0..3 {
-                text.push_str(&format!("\n## Part {s}\n\nText of part {s}. See "));
-                for l in 0..4 {
-                    let (tf, td) = ((f + s * 7 + l + 1) % 100, (d * 3 + l + s) % per);
-                    text.push_str(&format!(
-                        "[doc {tf}-{td}](../f{tf:02}/d{td:03}.md#part-{l}), "
-                    ));
-                }
-                text.push_str(&format!("and [hub](/hubs/hub-{}.md).\n", (d + s) % 20));
-            }
-            std::fs::write(folder.join(format!("d{d:03}.md")), text).unwrap();
-        }
-    }
+    write_linked_tree(dir.path(), TREE_DOCS).unwrap();
     dir
 }
 

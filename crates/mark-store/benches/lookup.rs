@@ -1,9 +1,19 @@
 //! LOOKUP cost on a real corpus (the Node.js API reference, 64 files,
 //! 3.2 MB, read in place from `../shared/corpora` or `$MARK_CORPORA`):
 //! the first LOOKUP after opening (walk + parse + index every document)
-//! against repeated LOOKUPs on the kept index (walk + stat only), a plain
-//! FETCH for scale, and the versioned write path (PUBLISH: temp file, fsync,
-//! exclusive link, link switch) with a versioned FETCH, on a temp store.
+//! against repeated LOOKUPs on the kept index, a plain FETCH for scale, and
+//! the versioned write path (PUBLISH: temp file, fsync, exclusive link, link
+//! switch) with a versioned FETCH, on a temp store.
+//!
+//! Warm any-word LOOKUPs (what mark-mcp asks: body mode, `terms: any`) go
+//! round a query set, its first query run once before measuring; on the
+//! Node corpus, on the explore bench's generated 10,000-document tree
+//! (`mark_testkit::write_linked_tree`, with its first LOOKUP after opening)
+//! and on 100,000 such small files (first LOOKUP timed once, printed). The
+//! engine's clock is the bench's start, so no re-check of the folder falls
+//! due while measuring: `strace -c` of `… --bench 'tree100k/warm'` against
+//! `… --bench 'tree100k/none'` (the same set-up, nothing measured) shows
+//! what warm LOOKUPs ask the system (the iteration count is printed).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -11,7 +21,7 @@ use mark_proto::{Request, Status, Verb};
 use mark_store::{Engine, Op, StoreMode, TokenStore, generate_token};
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 fn corpus() -> Option<PathBuf> {
     let base = std::env::var_os("MARK_CORPORA")
@@ -28,6 +38,54 @@ fn lookup(query: &str, mode: &str) -> Request {
         .with_meta("query", query)
         .with_meta("match", mode)
         .with_meta("limit", "20")
+}
+
+/// An any-word body LOOKUP, as mark-mcp sends it.
+fn any_lookup(query: &str) -> Request {
+    lookup(query, "body")
+        .with_meta("terms", "any")
+        .with_meta("limit", "10")
+}
+
+const NODE_QUERIES: [&str; 6] = [
+    "fs.readFile callback",
+    "stream readable",
+    "ERR_INVALID_ARG_TYPE",
+    "worker threads message port",
+    "buffer from string encoding",
+    "http request timeout",
+];
+
+const TREE_QUERIES: [&str; 6] = [
+    "opening paragraph",
+    "document 42 folder 7",
+    "hub 7",
+    "text of part 2",
+    "cut like a real one",
+    "doc 12-40",
+];
+
+/// Measures warm any-word LOOKUPs round `queries` (the first run once
+/// before); returns how many LOOKUPs were measured.
+fn warm(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    engine: &Engine,
+    queries: &[&str],
+    now: SystemTime,
+) -> u64 {
+    let first = engine.handle(&any_lookup(queries[0]), now);
+    assert_eq!(first.status, Status::Ok);
+    let rest = &queries[1..];
+    let mut n: u64 = 0;
+    group.bench_function(name, |b| {
+        b.iter(|| {
+            let q = rest[(n % rest.len() as u64) as usize];
+            n += 1;
+            black_box(engine.handle(&any_lookup(q), now))
+        })
+    });
+    n
 }
 
 fn bench(c: &mut Criterion) {
@@ -66,6 +124,61 @@ fn bench(c: &mut Criterion) {
     group.bench_function("fetch fs.md (254 KB)", |b| {
         b.iter(|| black_box(engine.handle(&Request::new(Verb::Fetch, "/fs.md"), now)));
     });
+    warm(
+        &mut group,
+        "warm any-word lookup",
+        &engine,
+        &NODE_QUERIES,
+        now,
+    );
+    group.finish();
+}
+
+fn tree10k(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    mark_testkit::write_linked_tree(dir.path(), 10_000).unwrap();
+    let now = SystemTime::now();
+    let mut group = c.benchmark_group("tree10k");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    group.bench_function("first lookup (open, parse, index 10,020 files)", |b| {
+        b.iter(|| {
+            let engine = Engine::open(dir.path(), StoreMode::Flat, None).unwrap();
+            let r = engine.handle(&any_lookup(TREE_QUERIES[0]), now);
+            assert_eq!(r.status, Status::Ok);
+            black_box(r)
+        });
+    });
+    let engine = Engine::open(dir.path(), StoreMode::Flat, None).unwrap();
+    warm(
+        &mut group,
+        "warm any-word lookup",
+        &engine,
+        &TREE_QUERIES,
+        now,
+    );
+    group.finish();
+}
+
+fn tree100k(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    mark_testkit::write_linked_tree(dir.path(), 100_000).unwrap();
+    let now = SystemTime::now();
+    let engine = Engine::open(dir.path(), StoreMode::Flat, None).unwrap();
+    let started = Instant::now();
+    let r = engine.handle(&any_lookup(TREE_QUERIES[0]), now);
+    assert_eq!(r.status, Status::Ok);
+    eprintln!(
+        "tree100k: first lookup (parse, index 100,020 files) {:.2} s, one run",
+        started.elapsed().as_secs_f64()
+    );
+    let mut group = c.benchmark_group("tree100k");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    let n = warm(&mut group, "warm", &engine, &TREE_QUERIES, now);
+    eprintln!("tree100k: {n} warm lookups run (criterion's warm-up included)");
     group.finish();
 }
 
@@ -105,5 +218,5 @@ fn versioned(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, versioned);
+criterion_group!(benches, bench, tree10k, tree100k, versioned);
 criterion_main!(benches);

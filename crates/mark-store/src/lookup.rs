@@ -181,6 +181,8 @@ struct SectionInfo {
 #[derive(Debug)]
 struct IndexedDoc {
     stamp: Stamp,
+    /// The path as rows show it (and as ties are broken by).
+    encoded: String,
     title: String,
     tags: Vec<String>,
     importance: f64,
@@ -519,6 +521,7 @@ impl Catalog {
             path.clone(),
             IndexedDoc {
                 stamp,
+                encoded,
                 title: parsed.title,
                 tags: parsed.tags,
                 importance: parsed.importance,
@@ -628,36 +631,48 @@ impl Catalog {
             }
         }
         let factor = |d: &IndexedDoc| 0.7 + 0.3 * d.importance;
-        let mut rows: Vec<(Candidate, LookupRow)> = candidates
+        // Ranked before any row is built: only the rows within the limit
+        // are (a query matching every section of a large tree stays cheap).
+        let mut ranked: Vec<(Candidate, &IndexedDoc, Option<&SectionInfo>)> = candidates
             .into_iter()
             .filter_map(|mut c| {
                 let key = self.rows.get(&c.ord)?;
                 let doc = self.docs.get(&key.path)?;
                 c.score *= factor(doc);
+                let section = key.section.and_then(|i| doc.sections.get(i));
+                Some((c, doc, section))
+            })
+            .collect();
+        fn anchor(s: Option<&SectionInfo>) -> Option<&str> {
+            s.and_then(|s| s.anchor.as_deref())
+        }
+        ranked.sort_by(|(ca, da, sa), (cb, db, sb)| {
+            cb.itself
+                .cmp(&ca.itself)
+                .then_with(|| cb.score.total_cmp(&ca.score))
+                .then_with(|| da.encoded.cmp(&db.encoded))
+                .then_with(|| anchor(*sa).cmp(&anchor(*sb)))
+        });
+        let total = ranked.len();
+        ranked.truncate(query.limit);
+        let rows: Vec<(Candidate, LookupRow)> = ranked
+            .into_iter()
+            .map(|(c, doc, section)| {
                 let mut row = LookupRow::document(
-                    key.path.encoded(),
+                    doc.encoded.clone(),
                     doc.importance,
                     doc.title.clone(),
                     doc.tags.clone(),
                 );
-                if let Some(s) = key.section.and_then(|i| doc.sections.get(i)) {
+                if let Some(s) = section {
                     row.anchor = s.anchor.clone();
                     if let Some(h) = &s.heading {
                         row.title = format!("{} › {h}", doc.title);
                     }
                 }
-                Some((c, row))
+                (c, row)
             })
             .collect();
-        rows.sort_by(|(ca, a), (cb, b)| {
-            cb.itself
-                .cmp(&ca.itself)
-                .then_with(|| cb.score.total_cmp(&ca.score))
-                .then_with(|| a.path.cmp(&b.path))
-                .then_with(|| a.anchor.cmp(&b.anchor))
-        });
-        let total = rows.len();
-        rows.truncate(query.limit);
         let index = self
             .index
             .as_ref()

@@ -28,12 +28,14 @@ mod cert;
 mod process;
 mod relay;
 mod store;
+mod tree;
 
 pub use binary::{mark_server_binary, workspace_binary};
 pub use cert::{TestCertificate, write_test_certificate};
 pub use process::{LoggedRequest, MarkServerProcess, parse_listening_line, parse_request_line};
 pub use relay::{Direction, LinkShape, RelayStats, UdpRelay};
 pub use store::{TempStore, generate_token, import_store, run_mark_server};
+pub use tree::write_linked_tree;
 
 use std::time::Duration;
 
