@@ -13,15 +13,14 @@
 //! cache: crawled bodies are parsed for their links and dropped.
 
 use crate::cache::Stamp;
-use crate::list::{Completeness, NAME};
+use crate::keys::{graph_key, wire_path};
+use crate::list::Completeness;
 use crate::source::{Source, SourceError};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use link_graph::{Backlink, Coverage, CrawlLimits, CrawlOutcome, CrawlPlan, CrawlStep, LinkGraph};
 use mark_proto::{Request, Response, Status, Verb};
 use markdown_slice::Document;
-use percent_encoding::{percent_decode_str, utf8_percent_encode};
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
@@ -270,23 +269,6 @@ impl Shared {
     }
 }
 
-/// A request path as the graph keys it: percent-decoded once (the graph
-/// holds the decoded paths markdown-slice resolves links to).
-pub fn graph_key(path: &str) -> Cow<'_, str> {
-    percent_decode_str(path)
-        .decode_utf8()
-        .unwrap_or(Cow::Borrowed(path))
-}
-
-/// A graph path as a request path: each segment percent-encoded the way
-/// `mark_list` writes names, so spaces and `#` survive the trip.
-pub fn wire_path(path: &str) -> String {
-    path.split('/')
-        .map(|seg| utf8_percent_encode(seg, NAME).to_string())
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
 /// The folder holding `path`, with a trailing `/` (`/a/b.md` → `/a/`).
 pub fn parent_dir(path: &str) -> &str {
     path.rfind('/').map_or("/", |i| &path[..=i])
@@ -443,8 +425,8 @@ impl SessionGraph {
         self.shared.write().remove(&graph_key(path));
     }
 
-    /// The links into `path` (a request path, percent-encoded or not) and how
-    /// complete the graph is.
+    /// The links into the document with key `path` (see [`crate::keys`]) and
+    /// how complete the graph is.
     pub fn backlinks(&self, path: &str) -> (Vec<Backlink>, Coverage) {
         let complete = lock(&self.shared.last).is_some_and(|l| l.complete);
         let graph = &self.shared.read().graph;
@@ -459,7 +441,7 @@ impl SessionGraph {
         (graph.backlinks(&graph_key(path)), coverage)
     }
 
-    /// The title `path` was indexed with.
+    /// The title the document with key `path` was indexed with.
     pub fn title(&self, path: &str) -> Option<String> {
         self.shared
             .read()

@@ -17,12 +17,12 @@
 //! `unchanged` in one line (`force` re-sends it), like `mark_fetch`.
 
 use crate::crawl::{
-    CrawlProgress, CrawlState, CrawlWatcher, SessionGraph, Unwatched, Waited, age_text, graph_key,
-    parent_dir, wire_path,
+    CrawlProgress, CrawlState, CrawlWatcher, SessionGraph, Unwatched, Waited, age_text, parent_dir,
 };
 use crate::dedup::{AnswerKey, Delivery, answer_digest};
 use crate::envelope::{ToolText, one_line, size_line};
 use crate::fetch::change_note;
+use crate::keys::{graph_key, wire_path};
 use crate::list::{Completeness, entry_path};
 use crate::outbox::deliver as record;
 use crate::paging::cursor_argument;
@@ -340,7 +340,7 @@ async fn graph_view(
         return None;
     }
     stop_on_drop.0 = None;
-    let (backlinks, coverage) = graph.backlinks(path);
+    let (backlinks, coverage) = graph.backlinks(&wire_path(path));
     Some(GraphView {
         backlinks,
         coverage,
@@ -462,12 +462,14 @@ fn link_lines(path: &str, cached: &CachedDoc) -> Vec<String> {
 /// with a trailing `/`, documents with their title when the graph has it.
 fn sibling_lines(session: &Session, dir: &str, path: &str, entries: &[ListEntry]) -> Vec<String> {
     let graph = session.graph();
+    let (dir_key, own_key) = (wire_path(dir), wire_path(path));
     entries
         .iter()
-        .filter(|e| e.is_dir || format!("{dir}{}", e.name) != path)
-        .map(|e| {
+        .map(|e| (e, entry_path(&dir_key, e)))
+        .filter(|(e, key)| e.is_dir || *key != own_key)
+        .map(|(e, key)| {
             let name = entry_path("", e);
-            match (e.is_dir, graph.title(&format!("{dir}{}", e.name))) {
+            match (e.is_dir, graph.title(&key)) {
                 (false, Some(title)) => format!("- {name}: {}", label(&title, LABEL_BYTES)),
                 _ => format!("- {name}"),
             }
@@ -849,7 +851,7 @@ async fn page(
                 return ToolText::error("explore was cancelled; call it again to go on");
             };
             let (heading, lines) = backlink_lines(&view);
-            let title = session.graph().title(path);
+            let title = session.graph().title(&wire_path(path));
             (
                 heading,
                 lines,

@@ -1,0 +1,110 @@
+//! An Obsidian-style vault end to end over `--root`: the real `mark-mcp`
+//! binary, rmcp's client over stdio, the fixture vault `fixtures/vault`
+//! (names with spaces, `#?%`, an NFD accent, duplicate names, wiki links,
+//! blocks, embeds, tags, aliases).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use support::{Mcp, Reply};
+
+fn vault() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/vault")
+}
+
+async fn start() -> Mcp {
+    Mcp::start(&["--root", vault().to_str().unwrap()]).await
+}
+
+async fn explore(mcp: &Mcp, url: &str) -> Reply {
+    mcp.call("mark_explore", json!({ "url": url })).await
+}
+
+/// The `## Backlinks (…)` heading line of a card.
+fn backlinks_heading(card: &Reply) -> &str {
+    card.body()
+        .lines()
+        .find(|l| l.starts_with("## Backlinks"))
+        .unwrap_or_else(|| panic!("no backlinks in {}", card.text))
+}
+
+/// The `- …` lines of one `## …` section of a card.
+fn section<'a>(card: &'a Reply, heading: &str) -> Vec<&'a str> {
+    let body = card.body();
+    body.lines()
+        .skip_while(|l| !l.starts_with(heading))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_spelling_of_a_path_names_one_document() {
+    let mcp = start().await;
+    // A space as the agent reads it in a link, and its escape: one document,
+    // one delivery (the second is `unchanged`).
+    let spaced = mcp.fetch("/notes/Alpha Note.md").await;
+    spaced.assert_full();
+    let escaped = mcp.fetch("/notes/Alpha%20Note.md").await;
+    assert_eq!(escaped.status(), "unchanged", "{}", escaped.text);
+    // A file named in NFD (as macOS writes) by its NFC spelling, escaped or not.
+    mcp.fetch("/résumé.md").await.assert_full();
+    let again = mcp.fetch("/r%C3%A9sum%C3%A9.md").await;
+    assert_eq!(again.status(), "unchanged", "{}", again.text);
+    // An escaped `/` names no file: fetch and explore say the same.
+    let fetched = mcp.fetch("/notes%2FIndex.md").await;
+    let explored = explore(&mcp, "/notes%2FIndex.md").await;
+    assert!(fetched.is_error && explored.is_error, "{}", explored.text);
+    assert_eq!(fetched.text, explored.text);
+    assert!(
+        fetched.text.contains("write the path's own `/`"),
+        "{}",
+        fetched.text
+    );
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_with_hash_question_and_percent_keep_their_backlinks_and_titles() {
+    let mcp = start().await;
+    for (key, title) in [
+        ("/hash%23name.md", "Hash"),
+        ("/q%3Fname.md", "Question"),
+        ("/pct%2520name.md", "Percent"),
+        ("/résumé.md", "Résumé"),
+    ] {
+        let card = explore(&mcp, key).await;
+        assert_eq!(card.status(), "ok", "{}", card.text);
+        assert_eq!(card.field("title"), Some(title), "{}", card.text);
+        assert_eq!(
+            backlinks_heading(&card),
+            "## Backlinks (1; graph complete)",
+            "{key}: {}",
+            card.text
+        );
+        assert!(
+            section(&card, "## Backlinks")[0].contains("/Home.md"),
+            "{}",
+            card.text
+        );
+    }
+    // Siblings show those names with their titles.
+    let card = mcp
+        .call(
+            "mark_explore",
+            json!({ "url": "/Beta.md", "cursor": "siblings.0" }),
+        )
+        .await;
+    let siblings = section(&card, "## Siblings");
+    for line in [
+        "- hash%23name.md: Hash",
+        "- q%3Fname.md: Question",
+        "- pct%2520name.md: Percent",
+        "- r%C3%A9sum%C3%A9.md: Résumé",
+    ] {
+        assert!(siblings.contains(&line), "{line} in {}", card.text);
+    }
+    mcp.stop().await;
+}
