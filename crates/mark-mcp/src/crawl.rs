@@ -18,7 +18,10 @@ use crate::list::Completeness;
 use crate::source::{Source, SourceError};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
-use link_graph::{Backlink, Coverage, CrawlLimits, CrawlOutcome, CrawlPlan, CrawlStep, LinkGraph};
+use link_graph::{
+    Backlink, Coverage, CrawlLimits, CrawlOutcome, CrawlPlan, CrawlStep, Edge, LinkGraph,
+    LinkTarget,
+};
 use mark_proto::{Request, Response, Status, Verb};
 use markdown_slice::Document;
 use std::collections::HashMap;
@@ -428,17 +431,42 @@ impl SessionGraph {
     /// The links into the document with key `path` (see [`crate::keys`]) and
     /// how complete the graph is.
     pub fn backlinks(&self, path: &str) -> (Vec<Backlink>, Coverage) {
+        let coverage = self.coverage();
+        (
+            self.shared.read().graph.backlinks(&graph_key(path)),
+            coverage,
+        )
+    }
+
+    /// How complete the graph is.
+    pub fn coverage(&self) -> Coverage {
         let complete = lock(&self.shared.last).is_some_and(|l| l.complete);
-        let graph = &self.shared.read().graph;
-        let coverage = graph.coverage();
+        let coverage = self.shared.read().graph.coverage();
         // Complete while the last finished crawl saw everything and every
         // document known since is indexed (a later crawl that failed or hit
         // a bound makes it partial again).
-        let coverage = Coverage {
+        Coverage {
             complete: complete && coverage.known.is_none_or(|k| k == coverage.indexed),
             ..coverage
-        };
-        (graph.backlinks(&graph_key(path)), coverage)
+        }
+    }
+
+    /// Where each link of the document with key `path` points now: a note
+    /// name by the vault rule over the documents the graph knows (see
+    /// [`link_graph::document_edges`]).
+    pub fn resolve_links<S: AsRef<str>>(
+        &self,
+        path: &str,
+        doc: &Document<S>,
+    ) -> Vec<(Edge, LinkTarget)> {
+        let path = graph_key(path);
+        let graph = &self.shared.read().graph;
+        link_graph::document_edges(&path, doc)
+            .map(|edge| {
+                let target = graph.resolve_edge(&path, &edge);
+                (edge, target)
+            })
+            .collect()
     }
 
     /// The title the document with key `path` was indexed with.

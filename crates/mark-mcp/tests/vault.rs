@@ -108,3 +108,94 @@ async fn names_with_hash_question_and_percent_keep_their_backlinks_and_titles() 
     }
     mcp.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wiki_links_resolve_by_name_with_the_documented_rule() {
+    let mcp = start().await;
+    let card = explore(&mcp, "/Home.md").await;
+    assert_eq!(card.status(), "ok", "{}", card.text);
+    let all = mcp
+        .call(
+            "mark_explore",
+            json!({ "url": "/Home.md", "cursor": "links.0" }),
+        )
+        .await;
+    let links = section(&all, "## Outbound links");
+    for line in [
+        // By name anywhere in the vault, case-insensitively, headings kept.
+        "- [Alpha Note](/notes/Alpha%20Note.md)",
+        "- [its details](/notes/Alpha%20Note.md#Details)",
+        "- [Beta](/Beta.md)",
+        // Two notes are called Plan: the shortest path; by path; by unique suffix.
+        "- [Plan](/Projects/Plan.md)",
+        "- [archive/2020/Plan](/archive/2020/Plan.md)",
+        "- [Alpha Note#Details#Sub part](/notes/Alpha%20Note.md#Details#Sub part)",
+        "- [Beta#^beta-block](/Beta.md#^beta-block)",
+        // Embeds of notes are links, said so; the image is not.
+        "- [Gamma](/Gamma.md) (embedded note)",
+        "- [Gamma#Part one](/Gamma.md#Part one) (embedded note)",
+        // Markdown links as Obsidian writes them, without .md or from the root.
+        "- [Three laws](/Three%20laws%20of%20motion.md)",
+        "- [[Missing Note]]: unresolved, no note has this name",
+    ] {
+        assert!(links.contains(&line), "{line} in {}", all.text);
+    }
+    assert!(
+        !links.iter().any(|l| l.contains("diagram.png")),
+        "an attachment is no document link: {}",
+        all.text
+    );
+    // `[[2020/Plan]]` and `[the plan](Projects/Plan.md)` repeat targets above: listed once.
+    assert_eq!(links.len(), 15, "{}", all.text);
+
+    // Backlinks by the same rule: [[Beta]] in notes/ is the root Beta.
+    let beta = explore(&mcp, "/Beta.md").await;
+    assert_eq!(
+        backlinks_heading(&beta),
+        "## Backlinks (2; graph complete)",
+        "{}",
+        beta.text
+    );
+    let sources = section(&beta, "## Backlinks").join("\n");
+    assert!(sources.contains("/notes/Alpha%20Note.md"), "{}", beta.text);
+    // [[Index]] from notes/ is its own folder's; from archive/ the archive's.
+    let notes_index = explore(&mcp, "/notes/Index.md").await;
+    assert_eq!(
+        backlinks_heading(&notes_index),
+        "## Backlinks (1; graph complete)",
+        "{}",
+        notes_index.text
+    );
+    let old_plan = explore(&mcp, "/archive/2020/Plan.md").await;
+    // By path and suffix from Home, own folder from Log.
+    assert_eq!(
+        backlinks_heading(&old_plan),
+        "## Backlinks (2; graph complete)",
+        "{}",
+        old_plan.text
+    );
+    let gamma = explore(&mcp, "/Gamma.md").await;
+    assert_eq!(
+        backlinks_heading(&gamma),
+        "## Backlinks (1; graph complete)",
+        "{}",
+        gamma.text
+    );
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hidden_folders_are_never_documents() {
+    let mcp = start().await;
+    let home = explore(&mcp, "/Home.md").await;
+    // Seven notes link [[Home]]; .obsidian/ and .trash/ hold two more, never counted.
+    assert_eq!(
+        backlinks_heading(&home),
+        "## Backlinks (6; graph complete)",
+        "{}",
+        home.text
+    );
+    let hidden = mcp.fetch("/.obsidian/hidden.md").await;
+    assert_eq!(hidden.status(), "not-found", "{}", hidden.text);
+    mcp.stop().await;
+}
