@@ -7,6 +7,7 @@
 mod support;
 
 use serde_json::json;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use support::{Mcp, Reply};
 
@@ -197,5 +198,103 @@ async fn hidden_folders_are_never_documents() {
     );
     let hidden = mcp.fetch("/.obsidian/hidden.md").await;
     assert_eq!(hidden.status(), "not-found", "{}", hidden.text);
+    mcp.stop().await;
+}
+
+/// Every note of the fixture (hidden folders left out), as `/dir/Name.md` in NFC.
+fn notes(dir: &Path, prefix: &str, out: &mut Vec<(String, String)>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let name = markdown_slice::unicode_form(&e.file_name().to_string_lossy()).into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        if e.file_type().unwrap().is_dir() {
+            notes(&e.path(), &format!("{prefix}{name}/"), out);
+        } else if name.ends_with(".md") {
+            out.push((
+                format!("{prefix}{name}"),
+                std::fs::read_to_string(e.path()).unwrap(),
+            ));
+        }
+    }
+}
+
+/// A second, simple implementation of the vault rule over plain strings: the notes
+/// linking to each note (no graph, no markdown parser).
+fn expected_backlinks() -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let mut all = Vec::new();
+    notes(&vault(), "/", &mut all);
+    let paths: Vec<String> = all.iter().map(|(p, _)| p.clone()).collect();
+    let by_name = |name: &str, source: &str| -> Option<String> {
+        let want = format!("/{}.md", name.trim_end_matches(".md").to_lowercase());
+        let folder = &source[..=source.rfind('/').unwrap()];
+        let mut hits: Vec<&String> = paths
+            .iter()
+            .filter(|p| p.to_lowercase().ends_with(&want))
+            .collect();
+        hits.sort_by_key(|p| {
+            let rank = if p.to_lowercase() == want {
+                0
+            } else if p[..=p.rfind('/').unwrap()] == *folder {
+                1
+            } else {
+                2
+            };
+            (rank, p.len(), (*p).clone())
+        });
+        hits.first().map(|p| (*p).clone())
+    };
+    let mut expected: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for (source, text) in &all {
+        let mut targets = Vec::new();
+        for wiki in text.split("[[").skip(1) {
+            let inner = wiki.split("]]").next().unwrap();
+            let name = inner.split('|').next().unwrap().split('#').next().unwrap();
+            let attachment = name.rsplit_once('.').is_some_and(|(_, e)| e != "md");
+            if !name.is_empty() && !attachment {
+                targets.extend(by_name(name, source));
+            }
+        }
+        for md in text.split("](").skip(1) {
+            let dest = md.split(')').next().unwrap();
+            let dest = percent_encoding::percent_decode_str(dest)
+                .decode_utf8()
+                .unwrap();
+            targets.extend(by_name(&markdown_slice::unicode_form(&dest), source));
+        }
+        for target in targets.into_iter().filter(|t| t != source) {
+            expected.entry(target).or_default().insert(source.clone());
+        }
+    }
+    expected
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_note_s_backlinks_match_a_second_simple_implementation() {
+    let mcp = start().await;
+    let expected = expected_backlinks();
+    let mut all = Vec::new();
+    notes(&vault(), "/", &mut all);
+    assert_eq!(all.len(), 14, "the fixture has its notes");
+    for (note, _) in &all {
+        let key = mark_mcp::keys::wire_path(note);
+        let page = mcp
+            .call(
+                "mark_explore",
+                json!({ "url": key, "cursor": "backlinks.0" }),
+            )
+            .await;
+        let got: BTreeSet<String> = section(&page, "## Backlinks")
+            .iter()
+            .filter_map(|l| l.split("](").nth(1))
+            .map(|t| {
+                let key = t.split(['#', ')']).next().unwrap();
+                mark_mcp::keys::graph_key(key).into_owned()
+            })
+            .collect();
+        let want = expected.get(note).cloned().unwrap_or_default();
+        assert_eq!(got, want, "{note}: {}", page.text);
+    }
     mcp.stop().await;
 }
