@@ -52,14 +52,11 @@ fn vault() -> impl Strategy<Value = Vec<(String, Vec<Edge>)>> {
     )
 }
 
+/// (target, source, section) of each link into a note.
+type Links = BTreeSet<(String, String, Option<String>)>;
+
 /// Every (target, source, section) the outbound links give, and the backlinks give.
-fn both_ways(
-    graph: &LinkGraph,
-    notes: &[&str],
-) -> (
-    BTreeSet<(String, String, Option<String>)>,
-    BTreeSet<(String, String, Option<String>)>,
-) {
+fn both_ways(graph: &LinkGraph, notes: &[&str]) -> (Links, Links) {
     let mut outbound = BTreeSet::new();
     let mut backlinks = BTreeSet::new();
     for source in notes {
