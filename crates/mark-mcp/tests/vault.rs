@@ -23,6 +23,12 @@ async fn explore(mcp: &Mcp, url: &str) -> Reply {
     mcp.call("mark_explore", json!({ "url": url })).await
 }
 
+/// The page of a card's part its cursor names (`links.0`: every outbound link).
+async fn explore_page(mcp: &Mcp, url: &str, cursor: &str) -> Reply {
+    mcp.call("mark_explore", json!({ "url": url, "cursor": cursor }))
+        .await
+}
+
 /// The `## Backlinks (…)` heading line of a card.
 fn backlinks_heading(card: &Reply) -> &str {
     card.body()
@@ -92,12 +98,7 @@ async fn names_with_hash_question_and_percent_keep_their_backlinks_and_titles() 
         );
     }
     // Siblings show those names with their titles.
-    let card = mcp
-        .call(
-            "mark_explore",
-            json!({ "url": "/Beta.md", "cursor": "siblings.0" }),
-        )
-        .await;
+    let card = explore_page(&mcp, "/Beta.md", "siblings.0").await;
     let siblings = section(&card, "## Siblings");
     for line in [
         "- hash%23name.md: Hash",
@@ -115,12 +116,7 @@ async fn wiki_links_resolve_by_name_with_the_documented_rule() {
     let mcp = start().await;
     let card = explore(&mcp, "/Home.md").await;
     assert_eq!(card.status(), "ok", "{}", card.text);
-    let all = mcp
-        .call(
-            "mark_explore",
-            json!({ "url": "/Home.md", "cursor": "links.0" }),
-        )
-        .await;
+    let all = explore_page(&mcp, "/Home.md", "links.0").await;
     let links = section(&all, "## Outbound links");
     for line in [
         // By name anywhere in the vault, case-insensitively, headings kept.
@@ -279,12 +275,7 @@ async fn every_note_s_backlinks_match_a_second_simple_implementation() {
     assert_eq!(all.len(), 14, "the fixture has its notes");
     for (note, _) in &all {
         let key = mark_mcp::keys::wire_path(note);
-        let page = mcp
-            .call(
-                "mark_explore",
-                json!({ "url": key, "cursor": "backlinks.0" }),
-            )
-            .await;
+        let page = explore_page(&mcp, &key, "backlinks.0").await;
         let got: BTreeSet<String> = section(&page, "## Backlinks")
             .iter()
             .filter_map(|l| l.split("](").nth(1))
@@ -296,5 +287,56 @@ async fn every_note_s_backlinks_match_a_second_simple_implementation() {
         let want = expected.get(note).cloned().unwrap_or_default();
         assert_eq!(got, want, "{note}: {}", page.text);
     }
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notes_that_appear_and_go_are_seen_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    support::copy_dir(&vault(), dir.path());
+    let root = dir.path().to_str().unwrap();
+    let mcp = Mcp::start(&[
+        "--root",
+        root,
+        "--graph-fresh-for",
+        "1s",
+        "--fresh-for",
+        "0s",
+    ])
+    .await;
+    let beta = explore(&mcp, "/Beta.md").await;
+    assert_eq!(
+        backlinks_heading(&beta),
+        "## Backlinks (2; graph complete)",
+        "{}",
+        beta.text
+    );
+
+    // The owner adds a note linking [[beta]] and deletes Gamma, embedded by Home.
+    std::fs::write(dir.path().join("New Note.md"), "# New\n\nSee [[beta]].\n").unwrap();
+    std::fs::remove_file(dir.path().join("Gamma.md")).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+
+    let beta = explore(&mcp, "/Beta.md").await;
+    assert_eq!(
+        backlinks_heading(&beta),
+        "## Backlinks (3; graph complete)",
+        "{}",
+        beta.text
+    );
+    assert!(beta.body().contains("/New%20Note.md"), "{}", beta.text);
+    let links = explore_page(&mcp, "/Home.md", "links.0").await;
+    assert!(
+        section(&links, "## Outbound links")
+            .contains(&"- [[Gamma]]: unresolved, no note has this name"),
+        "{}",
+        links.text
+    );
+    let list = mcp.call("mark_list", json!({ "url": "/" })).await;
+    assert!(
+        list.text.contains("New%20Note.md") && !list.text.contains("Gamma.md"),
+        "{}",
+        list.text
+    );
     mcp.stop().await;
 }
