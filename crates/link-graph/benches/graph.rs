@@ -56,6 +56,7 @@ fn edges(i: usize) -> impl Iterator<Item = Edge> {
             section,
             text: format!("link text number {k} of {i}"),
             target,
+            note: None,
         }
     })
 }

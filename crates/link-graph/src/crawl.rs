@@ -283,7 +283,8 @@ impl CrawlPlan {
             if !is_dir && !name.to_ascii_lowercase().ends_with(".md") {
                 continue;
             }
-            let path = format!("{dir}{name}");
+            // Names in one Unicode form, the one links resolve to (a macOS folder lists NFD).
+            let path = format!("{dir}{}", markdown_slice::unicode_form(&name));
             if name.contains('/') || check_canonical(&path).is_err() {
                 self.outcome.rejected_names += 1;
             } else if is_dir {

@@ -1,14 +1,21 @@
 //! Edges of a parsed document, via markdown-slice: which links become graph edges.
 
-use markdown_slice::{Document, Target};
+use markdown_slice::{Document, Link, LinkKind, Target, resolve};
 
 use crate::error::GraphError;
-use crate::graph::{Edge, LinkGraph, LinkTarget, UpdateOutcome};
+use crate::graph::{Edge, LinkGraph, LinkTarget, NoteName, UpdateOutcome};
+use crate::names::link_name;
 use crate::paths::check_canonical;
 
 /// The edges of `doc`, found at canonical path `path`, in document order: every link that
 /// is not an image, its destination resolved against `path` (`../`, `./`, `%20`, wiki
 /// pages), with the anchor of the innermost anchored section holding it.
+///
+/// A wiki link (`[[Name]]`, `[[Folder/Name#Heading|text]]`) and its embed (`![[Name]]`)
+/// name a note, found by the vault rule ([`NoteName`]); an embed or wiki link of an
+/// attachment (`![[diagram.png]]`) is no document link. A markdown link written as a vault
+/// path (`Three%20laws%20of%20motion`, `Folder/Note.md`: not starting with `./`, `../`
+/// or `/`) names a note too, its relative path tried first.
 ///
 /// Links that cannot name a document are left out: those resolving to a directory
 /// (`./guides/`) or to a path the graph refuses (a control character after
@@ -17,25 +24,58 @@ pub fn document_edges<'d, S: AsRef<str>>(
     path: &'d str,
     doc: &'d Document<S>,
 ) -> impl Iterator<Item = Edge> + 'd {
-    doc.links()
-        .iter()
-        .filter(|link| !link.is_image)
-        .filter_map(move |link| {
-            let target = match link.resolve(path) {
-                Target::Internal { path, fragment } => {
-                    check_canonical(&path).ok()?;
-                    LinkTarget::Document { path, fragment }
-                }
-                Target::External(url) => LinkTarget::External(url),
-            };
-            Some(Edge {
-                section: doc.section_anchor_at(link.range.start).map(str::to_owned),
-                text: link.text.clone(),
-                target,
-            })
+    doc.links().iter().filter_map(move |link| {
+        let wiki = link.kind == LinkKind::Wiki;
+        if link.is_image && !wiki {
+            return None;
+        }
+        let target = match link.resolve(path) {
+            Target::Internal { path, fragment } => {
+                check_canonical(&path).ok()?;
+                LinkTarget::Document { path, fragment }
+            }
+            Target::External(url) => LinkTarget::External(url),
+        };
+        let note = match &target {
+            LinkTarget::Document { .. } => note_name(link),
+            _ => None,
+        };
+        // An attachment, embedded or linked the wiki way, is not a document.
+        if wiki && note.is_none() && !link.dest.starts_with('#') {
+            return None;
+        }
+        Some(Edge {
+            section: doc.section_anchor_at(link.range.start).map(str::to_owned),
+            text: link.text.clone(),
+            target,
+            note,
         })
+    })
 }
 
+/// The note a link names, if it names one by name or vault path (see [`document_edges`]).
+fn note_name(link: &Link) -> Option<NoteName> {
+    let written = link.dest.split('#').next().unwrap_or("");
+    let wiki = link.kind == LinkKind::Wiki;
+    let name = if wiki {
+        markdown_slice::unicode_form(written.trim()).into_owned()
+    } else {
+        let written = written.split('?').next().unwrap_or("");
+        if written.starts_with(['.', '/']) || written.is_empty() {
+            return None;
+        }
+        match resolve("/", written) {
+            Target::Internal { path, .. } => path.trim_start_matches('/').to_owned(),
+            Target::External(_) => return None,
+        }
+    };
+    link_name(&name)?;
+    Some(NoteName {
+        name,
+        path_first: !wiki,
+        embed: link.is_image,
+    })
+}
 impl LinkGraph {
     /// Indexes a parsed document: [`document_edges`] and the document's title, handed to
     /// [`LinkGraph::update`] (a no-op when `etag` is the one indexed).

@@ -5,6 +5,7 @@ use std::mem::size_of;
 
 use crate::coverage::Coverage;
 use crate::error::GraphError;
+use crate::names::{NoteNames, link_name, name_stem, note_stem, pick};
 use crate::paths::{PATH_OVERHEAD_BYTES, PathId, PathTable, check_canonical};
 use crate::text::{MAX_LINK_TEXT_BYTES, MAX_TITLE_BYTES, one_line};
 
@@ -20,6 +21,27 @@ pub enum LinkTarget {
     },
     /// Anything else (`https:`, `mailto:`, another host): kept as outbound only.
     External(String),
+    /// A note name no known document has (see [`Edge::note`]); only [`LinkGraph::outbound`]
+    /// reports it.
+    Unresolved {
+        /// The name as written, without `.md` (`Missing Note`, `Folder/Name`).
+        name: String,
+        /// The anchor after `#`, if any.
+        fragment: Option<String>,
+    },
+}
+
+/// How a link names a note, for the vault rule (see [`LinkGraph::update`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoteName {
+    /// The note name or vault path as written, without the fragment (`notes/Alpha Note`).
+    pub name: String,
+    /// A markdown link: its [`Edge::target`] path wins when it is a known document, and
+    /// stays its target when no note has the name. A wiki link (`false`) is found by
+    /// name only.
+    pub path_first: bool,
+    /// An embed (`![[Note]]`).
+    pub embed: bool,
 }
 
 /// One link of a document, as the caller hands it to [`LinkGraph::update`].
@@ -33,6 +55,8 @@ pub struct Edge {
     pub text: String,
     /// Where it points.
     pub target: LinkTarget,
+    /// The note it names, for a wiki link or a markdown link written as a vault path.
+    pub note: Option<NoteName>,
 }
 
 /// A link into a document, as [`LinkGraph::backlinks`] reports it.
@@ -57,8 +81,10 @@ pub struct OutboundLink {
     pub section: Option<String>,
     /// The stored (one-line, bounded) link text.
     pub text: String,
-    /// Where it points.
+    /// Where it points, resolved now (a note name by the vault rule).
     pub target: LinkTarget,
+    /// An embed (`![[Note]]`).
+    pub embed: bool,
 }
 
 /// What [`LinkGraph::update`] did.
@@ -84,19 +110,39 @@ impl Span {
     const ABSENT: Span = Span { start: 0, len: 0 };
 }
 
-/// An edge as stored: 24 bytes, strings in the owning document's arena.
+/// An edge as stored: 36 bytes, strings in the owning document's arena.
 #[derive(Debug, Clone, Copy)]
 struct StoredEdge {
-    /// `PathId` of the target document, or `PathId::RESERVED` for an external link.
+    /// `PathId` of the target document, or `PathId::RESERVED` for an external link or one
+    /// found by name only.
     target: u32,
     /// Index into the document's section list, or `NO_SECTION`.
     section: u32,
     text: Span,
     /// The fragment for a document link, the URL for an external one.
     detail: Span,
+    /// The note name ([`NoteName::name`]) when `how` is not `BY_PATH`.
+    name: Span,
+    /// `BY_PATH`, `PATH_THEN_NAME` or `BY_NAME`, plus `EMBED`.
+    how: u8,
 }
 
 const NO_SECTION: u32 = u32::MAX;
+
+/// How a stored edge finds its target.
+const BY_PATH: u8 = 0;
+const PATH_THEN_NAME: u8 = 1;
+const BY_NAME: u8 = 2;
+const HOW: u8 = 3;
+const EMBED: u8 = 4;
+
+/// What a stored edge points at now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resolved {
+    Doc(PathId),
+    External,
+    Unresolved,
+}
 
 /// One indexed document: everything it links to, its strings packed in one allocation.
 #[derive(Debug)]
@@ -129,7 +175,16 @@ impl DocEntry {
             .map(|&span| self.str(span).to_owned())
     }
 
-    /// The distinct documents this one links to.
+    /// The stems of the note names its links hold (the `named_links` keys).
+    fn name_stems(&self) -> HashSet<String> {
+        self.edges
+            .iter()
+            .filter(|e| e.how & HOW != BY_PATH)
+            .map(|e| name_stem(self.str(e.name)))
+            .collect()
+    }
+
+    /// The distinct documents this one links to by path.
     fn targets(&self) -> HashSet<PathId> {
         self.edges
             .iter()
@@ -158,7 +213,7 @@ struct EntryBuilder {
     sections: Vec<Span>,
     edges: Vec<StoredEdge>,
     section_index: HashMap<String, u32>,
-    seen: HashSet<(u32, u32, String)>,
+    seen: HashSet<(u32, u32, String, String)>,
 }
 
 impl EntryBuilder {
@@ -206,25 +261,32 @@ impl EntryBuilder {
         Ok(index)
     }
 
-    /// Adds one edge unless it repeats an earlier (section, target, fragment).
+    /// Adds one edge unless it repeats an earlier (section, target, fragment, name).
     fn push(
         &mut self,
         section: Option<&str>,
         text: &str,
         target: u32,
         detail: &str,
+        (name, how): (&str, u8),
     ) -> Result<(), GraphError> {
         let section = self.section(section)?;
-        if !self.seen.insert((section, target, detail.to_owned())) {
+        if !self
+            .seen
+            .insert((section, target, detail.to_owned(), name.to_owned()))
+        {
             return Ok(());
         }
         let text = self.push_str(&one_line(text, MAX_LINK_TEXT_BYTES))?;
         let detail = self.push_str(detail)?;
+        let name = self.push_str(name)?;
         self.edges.push(StoredEdge {
             target,
             section,
             text,
             detail,
+            name,
+            how,
         });
         Ok(())
     }
@@ -264,6 +326,10 @@ pub struct LinkGraph {
     /// By `PathId`: listed by the crawler (whether or not indexed since).
     discovered: Vec<bool>,
     crawl_finished: bool,
+    /// Known documents (indexed or discovered) by note name, for links by name.
+    names: NoteNames,
+    /// By lower-case note stem: the documents with a link by that name, sorted, each once.
+    named_links: HashMap<String, Vec<PathId>>,
     /// Bytes the live paths and entries hold, as the byte bound counts them.
     held_bytes: usize,
     /// The byte bound, if any (see [`LinkGraph::with_byte_bound`]).
@@ -350,23 +416,35 @@ impl LinkGraph {
         };
         let mut builder = EntryBuilder::new();
         for edge in edges {
-            match &edge.target {
-                LinkTarget::Document { path, fragment } => {
+            let section = edge.section.as_deref();
+            let note = edge
+                .note
+                .as_ref()
+                .and_then(|n| Some((link_name(&n.name)?, n)));
+            let how = |n: &NoteName, base: u8| base | if n.embed { EMBED } else { 0 };
+            match (&edge.target, note) {
+                // Found by name only: nothing to intern until it resolves.
+                (LinkTarget::Document { fragment, .. }, Some((name, n))) if !n.path_first => {
+                    let fragment = fragment.as_deref().unwrap_or("");
+                    let by = (name.as_str(), how(n, BY_NAME));
+                    builder.push(section, &edge.text, PathId::RESERVED, fragment, by)?;
+                }
+                (LinkTarget::Document { path, fragment }, note) => {
                     let target = self.intern(path)?;
                     if target != source {
                         let fragment = fragment.as_deref().unwrap_or("");
-                        builder.push(
-                            edge.section.as_deref(),
-                            &edge.text,
-                            target.raw(),
-                            fragment,
-                        )?;
+                        let by = match &note {
+                            Some((name, n)) => (name.as_str(), how(n, PATH_THEN_NAME)),
+                            None => ("", BY_PATH),
+                        };
+                        builder.push(section, &edge.text, target.raw(), fragment, by)?;
                     }
                 }
-                LinkTarget::External(url) if !url.is_empty() => {
-                    builder.push(edge.section.as_deref(), &edge.text, PathId::RESERVED, url)?;
+                (LinkTarget::External(url), _) if !url.is_empty() => {
+                    let by = ("", BY_PATH);
+                    builder.push(section, &edge.text, PathId::RESERVED, url, by)?;
                 }
-                LinkTarget::External(_) => {}
+                (LinkTarget::External(_) | LinkTarget::Unresolved { .. }, _) => {}
             }
         }
         let entry = builder.finish(etag, title);
@@ -379,8 +457,15 @@ impl LinkGraph {
         {
             // Stale links are worse than none: the replaced entry is gone either way.
             self.bound_reached = true;
+            self.refresh_name(source);
             self.release_unused(old_targets.into_iter().chain(targets).chain([source]));
             return Err(GraphError::OverBound { bound });
+        }
+        for stem in entry.name_stems() {
+            let sources = self.named_links.entry(stem).or_default();
+            if let Err(at) = sources.binary_search(&source) {
+                sources.insert(at, source);
+            }
         }
         for &target in &targets {
             let sources = &mut self.incoming[target.index()];
@@ -390,8 +475,19 @@ impl LinkGraph {
         }
         self.held_bytes += cost;
         self.docs[source.index()] = Some(entry);
+        self.refresh_name(source);
         self.release_unused(old_targets);
         Ok(outcome)
+    }
+
+    /// Keeps `id` in the note-name index while it is a known document, out of it otherwise.
+    fn refresh_name(&mut self, id: PathId) {
+        let path = self.paths.path(id).to_owned();
+        if self.is_known(id) {
+            self.names.insert(&path, id);
+        } else {
+            self.names.remove(&path, id);
+        }
     }
 
     /// Takes `source`'s entry out of the backlink index (and out of the graph); returns the
@@ -405,6 +501,16 @@ impl LinkGraph {
             let sources = &mut self.incoming[target.index()];
             if let Ok(at) = sources.binary_search(&source) {
                 sources.remove(at);
+            }
+        }
+        for stem in old.name_stems() {
+            if let Some(sources) = self.named_links.get_mut(&stem) {
+                if let Ok(at) = sources.binary_search(&source) {
+                    sources.remove(at);
+                }
+                if sources.is_empty() {
+                    self.named_links.remove(&stem);
+                }
             }
         }
         self.held_bytes -= old.bound_bytes(targets.len());
@@ -421,6 +527,7 @@ impl LinkGraph {
         let was_discovered = std::mem::take(&mut self.discovered[id.index()]);
         let was_indexed = self.docs[id.index()].is_some();
         let old_targets = self.unlink(id);
+        self.refresh_name(id);
         self.release_unused(old_targets.into_iter().chain([id]));
         was_indexed || was_discovered
     }
@@ -449,15 +556,28 @@ impl LinkGraph {
         let Some(target) = self.paths.get(path) else {
             return Vec::new();
         };
-        let mut sources: Vec<(&str, &DocEntry)> = self.incoming[target.index()]
+        // Links by path to it, and links by a name it may answer to.
+        let by_name = note_stem(path)
+            .and_then(|stem| self.named_links.get(&stem))
+            .map_or(&[][..], Vec::as_slice);
+        let mut ids: Vec<PathId> = self.incoming[target.index()]
             .iter()
-            .filter_map(|&s| Some((self.paths.path(s), self.docs[s.index()].as_ref()?)))
+            .chain(by_name)
+            .copied()
+            .filter(|&s| s != target)
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut sources: Vec<(&str, &DocEntry)> = ids
+            .into_iter()
+            .filter_map(|s| Some((self.paths.path(s), self.docs[s.index()].as_ref()?)))
             .collect();
         sources.sort_unstable_by_key(|&(p, _)| p);
         let mut found = Vec::new();
         for (source, doc) in sources {
             let mut sections_seen = HashSet::new();
-            for edge in doc.edges.iter().filter(|e| e.target == target.raw()) {
+            let into = |e: &&StoredEdge| self.resolve(source, doc, e) == Resolved::Doc(target);
+            for edge in doc.edges.iter().filter(into) {
                 if sections_seen.insert(edge.section) {
                     found.push(Backlink {
                         source: source.to_owned(),
@@ -479,19 +599,86 @@ impl LinkGraph {
         let links = doc
             .edges
             .iter()
-            .map(|edge| OutboundLink {
-                section: doc.section(edge),
-                text: doc.str(edge.text).to_owned(),
-                target: match PathId::from_raw(edge.target) {
-                    Some(id) => LinkTarget::Document {
+            .filter_map(|edge| {
+                let target = match self.resolve(path, doc, edge) {
+                    Resolved::Doc(id) if self.paths.path(id) == path => return None,
+                    Resolved::Doc(id) => LinkTarget::Document {
                         path: self.paths.path(id).to_owned(),
                         fragment: doc.opt_str(edge.detail),
                     },
-                    None => LinkTarget::External(doc.str(edge.detail).to_owned()),
-                },
+                    Resolved::External => LinkTarget::External(doc.str(edge.detail).to_owned()),
+                    Resolved::Unresolved => LinkTarget::Unresolved {
+                        name: doc.str(edge.name).to_owned(),
+                        fragment: doc.opt_str(edge.detail),
+                    },
+                };
+                Some(OutboundLink {
+                    section: doc.section(edge),
+                    text: doc.str(edge.text).to_owned(),
+                    target,
+                    embed: edge.how & EMBED != 0,
+                })
             })
             .collect();
         Some(links)
+    }
+
+    /// Where `edge` of `doc` (indexed at `source`) points now: by path, or by the vault
+    /// rule over the documents known at this moment (see the crate documentation).
+    fn resolve(&self, source: &str, doc: &DocEntry, edge: &StoredEdge) -> Resolved {
+        let by_path = PathId::from_raw(edge.target);
+        match (edge.how & HOW, by_path) {
+            (BY_PATH, Some(id)) => return Resolved::Doc(id),
+            (BY_PATH, None) => return Resolved::External,
+            (PATH_THEN_NAME, Some(id)) if self.is_known(id) => return Resolved::Doc(id),
+            _ => {}
+        }
+        let name = doc.str(edge.name);
+        let candidates = self
+            .names
+            .with_stem(&name_stem(name))
+            .iter()
+            .map(|&id| (id, self.paths.path(id)));
+        match (pick(name, source, candidates), by_path) {
+            (Some(id), _) | (None, Some(id)) => Resolved::Doc(id),
+            (None, None) => Resolved::Unresolved,
+        }
+    }
+
+    /// Where a link `edge` of the document at `source` points now, resolved the way an
+    /// indexed link is (a note name by the vault rule over the documents known now), for a
+    /// caller that shows links of a document the graph may not hold.
+    pub fn resolve_edge(&self, source: &str, edge: &Edge) -> LinkTarget {
+        let note = edge
+            .note
+            .as_ref()
+            .and_then(|n| Some((link_name(&n.name)?, n)));
+        let (LinkTarget::Document { path, fragment }, Some((name, n))) = (&edge.target, note)
+        else {
+            return edge.target.clone();
+        };
+        let by_path = self.paths.get(path).filter(|&id| self.is_known(id));
+        if n.path_first
+            && let Some(_) = by_path
+        {
+            return edge.target.clone();
+        }
+        let candidates = self
+            .names
+            .with_stem(&name_stem(&name))
+            .iter()
+            .map(|&id| (id, self.paths.path(id)));
+        match pick(&name, source, candidates) {
+            Some(id) => LinkTarget::Document {
+                path: self.paths.path(id).to_owned(),
+                fragment: fragment.clone(),
+            },
+            None if n.path_first => edge.target.clone(),
+            None => LinkTarget::Unresolved {
+                name,
+                fragment: fragment.clone(),
+            },
+        }
     }
 
     /// Records that the crawler listed `path` (a document that exists, indexed or not yet).
@@ -500,6 +687,9 @@ impl LinkGraph {
         let id = self.intern(path)?;
         let known_before = self.is_known(id);
         self.discovered[id.index()] = true;
+        if !known_before {
+            self.names.insert(path, id);
+        }
         Ok(!known_before)
     }
 
@@ -551,7 +741,17 @@ impl LinkGraph {
                 .iter()
                 .map(|s| s.capacity() * size_of::<PathId>())
                 .sum::<usize>();
-        self.paths.approx_bytes() + docs + incoming + self.discovered.capacity()
+        let named_links: usize = self
+            .named_links
+            .iter()
+            .map(|(k, v)| k.len() + v.capacity() * size_of::<PathId>() + 48)
+            .sum();
+        self.paths.approx_bytes()
+            + docs
+            + incoming
+            + self.discovered.capacity()
+            + self.names.approx_bytes()
+            + named_links
     }
 }
 
@@ -567,6 +767,7 @@ mod tests {
                 path: path.to_owned(),
                 fragment: fragment.map(str::to_owned),
             },
+            note: None,
         }
     }
 
@@ -575,6 +776,7 @@ mod tests {
             section: section.map(str::to_owned),
             text: text.to_owned(),
             target: LinkTarget::External(url.to_owned()),
+            note: None,
         }
     }
 
@@ -628,11 +830,13 @@ mod tests {
                         path: s("/api.md"),
                         fragment: None
                     },
+                    embed: false,
                 },
                 OutboundLink {
                     section: Some(s("see-also")),
                     text: s("Node"),
                     target: LinkTarget::External(s("https://nodejs.org/")),
+                    embed: false,
                 },
                 OutboundLink {
                     section: Some(s("see-also")),
@@ -641,6 +845,7 @@ mod tests {
                         path: s("/errors.md"),
                         fragment: Some(s("err_x"))
                     },
+                    embed: false,
                 },
             ]
         );
@@ -1060,12 +1265,12 @@ mod tests {
         });
         graph.update("/a.md", "e", None, edges).unwrap();
         let full = graph.approx_bytes();
-        // 100 edges of 24 bytes, their texts and fragments, and 100 interned paths.
+        // 100 edges of 36 bytes, their texts and fragments, and 100 interned paths.
         assert!(
             full - empty > 100 * (size_of::<StoredEdge>() + 14 + 6 + 7),
             "{empty} -> {full}"
         );
-        assert_eq!(size_of::<StoredEdge>(), 24);
+        assert_eq!(size_of::<StoredEdge>(), 36);
         assert_eq!(
             size_of::<Option<DocEntry>>(),
             80,

@@ -26,6 +26,7 @@ mod crawl;
 mod error;
 mod extract;
 mod graph;
+mod names;
 mod paths;
 mod text;
 
@@ -35,6 +36,6 @@ pub use crawl::{
 };
 pub use error::{GraphError, PlanError};
 pub use extract::document_edges;
-pub use graph::{Backlink, Edge, LinkGraph, LinkTarget, OutboundLink, UpdateOutcome};
+pub use graph::{Backlink, Edge, LinkGraph, LinkTarget, NoteName, OutboundLink, UpdateOutcome};
 pub use paths::check_canonical;
 pub use text::{MAX_LINK_TEXT_BYTES, MAX_TITLE_BYTES};

@@ -117,7 +117,8 @@ impl PathTable {
 }
 
 /// Checks that `path` is a canonical document path: absolute, no empty, `.` or `..` segment,
-/// no trailing `/`, no fragment, query or control character, at most 4096 bytes.
+/// no trailing `/`, no control character, at most 4096 bytes. The path is percent-decoded,
+/// so a `#`, `?` or `%` in it is part of a file name (`/hash#name.md`), never a fragment.
 pub fn check_canonical(path: &str) -> Result<(), GraphError> {
     let reason = if !path.starts_with('/') {
         Some("it does not start with `/`")
@@ -125,8 +126,6 @@ pub fn check_canonical(path: &str) -> Result<(), GraphError> {
         Some("it is longer than 4096 bytes")
     } else if path.ends_with('/') {
         Some("it names a directory")
-    } else if path.contains(['#', '?']) {
-        Some("it holds a `#` or `?`; pass the fragment separately")
     } else if path.chars().any(char::is_control) {
         Some("it holds a control character")
     } else if path[1..]
@@ -188,6 +187,9 @@ mod tests {
             "/with space.md",
             "/é/ü.md",
             "/.well-known/x.md",
+            "/hash#name.md",
+            "/q?name.md",
+            "/pct%20name.md",
         ] {
             assert_eq!(check_canonical(path), Ok(()), "{path}");
         }
@@ -199,10 +201,6 @@ mod tests {
             ("a.md", "it does not start with `/`"),
             ("/dir/", "it names a directory"),
             ("/", "it names a directory"),
-            (
-                "/a.md#x",
-                "it holds a `#` or `?`; pass the fragment separately",
-            ),
             ("/a\n.md", "it holds a control character"),
             ("//a.md", "it has an empty, `.` or `..` segment"),
             ("/x/../a.md", "it has an empty, `.` or `..` segment"),

@@ -69,9 +69,10 @@ pub struct Cli {
     /// Crawl the source for the link graph at start (a --root folder always is).
     #[arg(long, global = true)]
     pub crawl: bool,
-    /// Documents one crawl fetches at most.
-    #[arg(long, global = true, default_value = "5000", value_name = "N")]
-    pub crawl_docs: usize,
+    /// Documents one crawl of a server fetches at most (default 5000); a
+    /// --root folder, cheap to scan, is bounded by bytes and time unless set.
+    #[arg(long, global = true, value_name = "N")]
+    pub crawl_docs: Option<usize>,
     /// Body bytes one crawl reads at most.
     #[arg(long, global = true, default_value = "64MiB", value_name = "BYTES", value_parser = parse_bytes)]
     pub crawl_bytes: usize,
@@ -214,7 +215,10 @@ impl Cli {
             page_bytes: self.page_bytes,
             crawl: CrawlSettings {
                 limits: CrawlLimits {
-                    max_documents: self.crawl_docs,
+                    max_documents: self.crawl_docs.unwrap_or(match self.source_choice() {
+                        Some(SourceChoice::Folder(_)) => usize::MAX,
+                        _ => SERVER_CRAWL_DOCS,
+                    }),
                     max_bytes: self.crawl_bytes as u64,
                     time_budget: self.crawl_time,
                     max_in_flight: usize::from(self.crawl_concurrency),
@@ -233,6 +237,9 @@ impl Cli {
         }
     }
 }
+
+/// Documents one crawl of a Mark server fetches at most, by default.
+const SERVER_CRAWL_DOCS: usize = 5_000;
 
 /// `~/notes` as a path in the home folder (a plugin setting is not
 /// expanded by a shell); any other text as it is.
@@ -403,5 +410,21 @@ pub fn print(t: &ToolText, json: bool) {
         println!("{}", t.to_json());
     } else {
         print!("{}", t.render());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_crawl_has_no_document_count_bound_unless_set() {
+        let limits = |args: &[&str]| Cli::parse_from(args).settings().crawl.limits;
+        let folder = limits(&["mark-mcp", "--root", "/tmp/vault"]);
+        assert_eq!(folder.max_documents, usize::MAX);
+        let set = limits(&["mark-mcp", "--root", "/tmp/vault", "--crawl-docs", "7"]);
+        assert_eq!(set.max_documents, 7);
+        let server = limits(&["mark-mcp", "--host", "docs.example.org"]);
+        assert_eq!(server.max_documents, SERVER_CRAWL_DOCS);
     }
 }

@@ -13,15 +13,17 @@
 //! cache: crawled bodies are parsed for their links and dropped.
 
 use crate::cache::Stamp;
-use crate::list::{Completeness, NAME};
+use crate::keys::{graph_key, wire_path};
+use crate::list::Completeness;
 use crate::source::{Source, SourceError};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
-use link_graph::{Backlink, Coverage, CrawlLimits, CrawlOutcome, CrawlPlan, CrawlStep, LinkGraph};
+use link_graph::{
+    Backlink, Coverage, CrawlLimits, CrawlOutcome, CrawlPlan, CrawlStep, Edge, LinkGraph,
+    LinkTarget,
+};
 use mark_proto::{Request, Response, Status, Verb};
 use markdown_slice::Document;
-use percent_encoding::{percent_decode_str, utf8_percent_encode};
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
@@ -270,23 +272,6 @@ impl Shared {
     }
 }
 
-/// A request path as the graph keys it: percent-decoded once (the graph
-/// holds the decoded paths markdown-slice resolves links to).
-pub fn graph_key(path: &str) -> Cow<'_, str> {
-    percent_decode_str(path)
-        .decode_utf8()
-        .unwrap_or(Cow::Borrowed(path))
-}
-
-/// A graph path as a request path: each segment percent-encoded the way
-/// `mark_list` writes names, so spaces and `#` survive the trip.
-pub fn wire_path(path: &str) -> String {
-    path.split('/')
-        .map(|seg| utf8_percent_encode(seg, NAME).to_string())
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
 /// The folder holding `path`, with a trailing `/` (`/a/b.md` → `/a/`).
 pub fn parent_dir(path: &str) -> &str {
     path.rfind('/').map_or("/", |i| &path[..=i])
@@ -443,23 +428,48 @@ impl SessionGraph {
         self.shared.write().remove(&graph_key(path));
     }
 
-    /// The links into `path` (a request path, percent-encoded or not) and how
-    /// complete the graph is.
+    /// The links into the document with key `path` (see [`crate::keys`]) and
+    /// how complete the graph is.
     pub fn backlinks(&self, path: &str) -> (Vec<Backlink>, Coverage) {
+        let coverage = self.coverage();
+        (
+            self.shared.read().graph.backlinks(&graph_key(path)),
+            coverage,
+        )
+    }
+
+    /// How complete the graph is.
+    pub fn coverage(&self) -> Coverage {
         let complete = lock(&self.shared.last).is_some_and(|l| l.complete);
-        let graph = &self.shared.read().graph;
-        let coverage = graph.coverage();
+        let coverage = self.shared.read().graph.coverage();
         // Complete while the last finished crawl saw everything and every
         // document known since is indexed (a later crawl that failed or hit
         // a bound makes it partial again).
-        let coverage = Coverage {
+        Coverage {
             complete: complete && coverage.known.is_none_or(|k| k == coverage.indexed),
             ..coverage
-        };
-        (graph.backlinks(&graph_key(path)), coverage)
+        }
     }
 
-    /// The title `path` was indexed with.
+    /// Where each link of the document with key `path` points now: a note
+    /// name by the vault rule over the documents the graph knows (see
+    /// [`link_graph::document_edges`]).
+    pub fn resolve_links<S: AsRef<str>>(
+        &self,
+        path: &str,
+        doc: &Document<S>,
+    ) -> Vec<(Edge, LinkTarget)> {
+        let path = graph_key(path);
+        let graph = &self.shared.read().graph;
+        link_graph::document_edges(&path, doc)
+            .map(|edge| {
+                let target = graph.resolve_edge(&path, &edge);
+                (edge, target)
+            })
+            .collect()
+    }
+
+    /// The title the document with key `path` was indexed with.
     pub fn title(&self, path: &str) -> Option<String> {
         self.shared
             .read()

@@ -17,21 +17,21 @@
 //! `unchanged` in one line (`force` re-sends it), like `mark_fetch`.
 
 use crate::crawl::{
-    CrawlProgress, CrawlState, CrawlWatcher, SessionGraph, Unwatched, Waited, age_text, graph_key,
-    parent_dir, wire_path,
+    CrawlProgress, CrawlState, CrawlWatcher, SessionGraph, Unwatched, Waited, age_text, parent_dir,
 };
 use crate::dedup::{AnswerKey, Delivery, answer_digest};
 use crate::envelope::{ToolText, one_line, size_line};
 use crate::fetch::change_note;
+use crate::keys::{graph_key, wire_path};
 use crate::list::{Completeness, entry_path};
 use crate::outbox::deliver as record;
 use crate::paging::cursor_argument;
 use crate::session::{CachedDoc, FolderListing, Freshness, Loaded, Session};
 use futures::future::BoxFuture;
-use link_graph::{Backlink, Coverage};
+use link_graph::{Backlink, Coverage, LinkTarget};
 use mark_proto::list::ListEntry;
 use mark_proto::{Request, Status, Verb};
-use markdown_slice::{OutlineEntry, OutlineOptions, Target};
+use markdown_slice::{OutlineEntry, OutlineOptions};
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::schemars::{self, JsonSchema};
@@ -340,7 +340,7 @@ async fn graph_view(
         return None;
     }
     stop_on_drop.0 = None;
-    let (backlinks, coverage) = graph.backlinks(path);
+    let (backlinks, coverage) = graph.backlinks(&wire_path(path));
     Some(GraphView {
         backlinks,
         coverage,
@@ -424,37 +424,51 @@ fn crawl_note(progress: &CrawlProgress) -> Option<String> {
     (!clauses.is_empty()).then(|| format!("({})", clauses.join("; ")))
 }
 
-/// Outbound links in card order: internal (resolved, anchors kept) then
-/// external, deduplicated by target, images and links to the document itself left out.
-fn link_lines(path: &str, cached: &CachedDoc) -> Vec<String> {
+/// Outbound links in card order: internal (resolved by the session graph,
+/// note names by the vault rule, anchors kept) then external, then names
+/// no known note has; deduplicated by target, images, attachments and
+/// links to the document itself left out, an embedded note marked.
+fn link_lines(session: &Session, path: &str, cached: &CachedDoc) -> Vec<String> {
+    let graph = session.graph();
     let mut seen = HashSet::new();
-    let mut internal = Vec::new();
-    let mut external = Vec::new();
-    for link in cached.doc.links().iter().filter(|l| !l.is_image) {
-        let (target, is_internal) = match link.resolve(path) {
-            Target::Internal { path: p, .. } if p == path => continue,
-            Target::Internal { path: p, fragment } => {
+    let (mut internal, mut external, mut unresolved) = (Vec::new(), Vec::new(), Vec::new());
+    let complete = graph.coverage().complete;
+    for (edge, target) in graph.resolve_links(&wire_path(path), &cached.doc) {
+        let embed = edge.note.as_ref().is_some_and(|n| n.embed);
+        let (target, kind) = match target {
+            LinkTarget::Document { path: p, .. } if p == path => continue,
+            LinkTarget::Document { path: p, fragment } => {
                 let anchor = fragment.map(|f| format!("#{f}")).unwrap_or_default();
-                (format!("{}{anchor}", wire_path(&p)), true)
+                (format!("{}{anchor}", wire_path(&p)), 0)
             }
-            Target::External(url) => (url, false),
+            LinkTarget::External(url) => (url, 1),
+            LinkTarget::Unresolved { name, fragment } => {
+                let anchor = fragment.map(|f| format!("#{f}")).unwrap_or_default();
+                (format!("[[{name}{anchor}]]"), 2)
+            }
         };
-        if !seen.insert(target.clone()) {
+        if !seen.insert((target.clone(), embed)) {
             continue;
         }
-        let text = if link.text.trim().is_empty() {
+        let text = if edge.text.trim().is_empty() {
             target.clone()
         } else {
-            link.text.clone()
+            edge.text.clone()
         };
-        let line = format!("- [{}]({target})", label(&text, LABEL_BYTES));
-        if is_internal {
-            internal.push(line);
-        } else {
-            external.push(line);
+        let text = label(&text, LABEL_BYTES);
+        let embedded = if embed { " (embedded note)" } else { "" };
+        match kind {
+            0 => internal.push(format!("- [{text}]({target}){embedded}")),
+            1 => external.push(format!("- [{text}]({target})")),
+            // Over a partial graph the note may exist, not crawled yet.
+            _ if complete => {
+                unresolved.push(format!("- {target}: unresolved, no note has this name"))
+            }
+            _ => unresolved.push(format!("- {target}: not seen yet (graph partial)")),
         }
     }
     internal.extend(external);
+    internal.extend(unresolved);
     internal
 }
 
@@ -462,12 +476,14 @@ fn link_lines(path: &str, cached: &CachedDoc) -> Vec<String> {
 /// with a trailing `/`, documents with their title when the graph has it.
 fn sibling_lines(session: &Session, dir: &str, path: &str, entries: &[ListEntry]) -> Vec<String> {
     let graph = session.graph();
+    let (dir_key, own_key) = (wire_path(dir), wire_path(path));
     entries
         .iter()
-        .filter(|e| e.is_dir || format!("{dir}{}", e.name) != path)
-        .map(|e| {
+        .map(|e| (e, entry_path(&dir_key, e)))
+        .filter(|(e, key)| e.is_dir || *key != own_key)
+        .map(|(e, key)| {
             let name = entry_path("", e);
-            match (e.is_dir, graph.title(&format!("{dir}{}", e.name))) {
+            match (e.is_dir, graph.title(&key)) {
                 (false, Some(title)) => format!("- {name}: {}", label(&title, LABEL_BYTES)),
                 _ => format!("- {name}"),
             }
@@ -680,7 +696,7 @@ async fn card(
     // What the outline shows with no byte bound: what it needs, and what it
     // shows whenever its budget covers that.
     let whole_outline = outline_text(&outline, usize::MAX);
-    let links = link_lines(path, &cached);
+    let links = link_lines(session, path, &cached);
     let (backlinks_heading, backlinks) = backlink_lines(&view);
     let siblings = match &listing {
         Ok(l) => sibling_lines(session, dir, path, &l.entries),
@@ -839,7 +855,7 @@ async fn page(
                 let lines = outline_lines(&cached);
                 (format!("## Outline ({} headings)", lines.len()), lines)
             } else {
-                let lines = link_lines(path, &cached);
+                let lines = link_lines(session, path, &cached);
                 (format!("## Outbound links ({})", lines.len()), lines)
             };
             (heading, lines, header(&cached), Some(cached), "")
@@ -849,7 +865,7 @@ async fn page(
                 return ToolText::error("explore was cancelled; call it again to go on");
             };
             let (heading, lines) = backlink_lines(&view);
-            let title = session.graph().title(path);
+            let title = session.graph().title(&wire_path(path));
             (
                 heading,
                 lines,

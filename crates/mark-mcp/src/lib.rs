@@ -27,6 +27,7 @@ pub mod envelope;
 pub mod explore;
 pub mod fetch;
 pub mod hook;
+pub mod keys;
 pub mod list;
 pub mod lookup;
 pub mod outbox;

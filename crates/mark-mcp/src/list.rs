@@ -25,9 +25,11 @@ pub struct ListParams {
 }
 
 /// The path of a listed entry, percent-encoded as a request path
-/// (a folder ends in `/`).
+/// (a folder ends in `/`): its key (see [`crate::keys`]) when `dir` is one,
+/// the name in NFC like every key.
 pub fn entry_path(dir: &str, entry: &ListEntry) -> String {
-    let name = utf8_percent_encode(&entry.name, NAME);
+    let name = markdown_slice::unicode_form(&entry.name);
+    let name = utf8_percent_encode(&name, NAME);
     let slash = if entry.is_dir { "/" } else { "" };
     format!("{dir}{name}{slash}")
 }

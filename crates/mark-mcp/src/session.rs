@@ -283,6 +283,10 @@ impl Session {
                 short(url)
             ));
         };
+        // One key per document, however the agent spelled it (a space, an
+        // escape, a decomposed accent).
+        let path = crate::keys::document_key(&path)
+            .map_err(|e| format!("`{}` is not a usable path: {e}", short(&path)))?;
         mark_proto::check_path(&path)
             .map_err(|e| format!("`{}` is not a usable path: {e}", short(&path)))?;
         // No request line could carry it (and a local engine would echo it whole).
@@ -295,7 +299,9 @@ impl Session {
         }
         Ok(Target {
             path,
-            fragment: fragment.filter(|f| !f.is_empty()),
+            fragment: fragment
+                .filter(|f| !f.is_empty())
+                .map(|f| markdown_slice::unicode_form(&f).into_owned()),
         })
     }
 
@@ -586,11 +592,14 @@ mod tests {
         assert_eq!((t.path.as_str(), t.fragment), ("/notes/crew.md", None));
         assert_eq!(s.resolve("/small.md#").unwrap().fragment, None);
         assert_eq!(s.resolve("/doc.md/v2").unwrap().path, "/doc.md/v2");
+        // One key per document: a space and its escape name the same one.
+        assert_eq!(s.resolve("/a b.md").unwrap().path, "/a%20b.md");
+        assert_eq!(s.resolve("/a%20b.md").unwrap().path, "/a%20b.md");
         for bad in [
             "mark://other/x.md",
             "https://example.com/x.md",
             "x.md",
-            "/a b.md",
+            "/a%2Fb.md",
         ] {
             let e = s.resolve(bad).unwrap_err();
             assert!(!e.contains('\n'), "{e}");

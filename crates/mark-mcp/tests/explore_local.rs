@@ -25,18 +25,6 @@ fn corpus(name: &str) -> PathBuf {
     base.join(name)
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
 /// Every `.md` file under `root`, as `/dir/doc.md`.
 fn documents(root: &Path, dir: &str, out: &mut Vec<(String, PathBuf)>) {
     for e in std::fs::read_dir(root.join(dir.trim_start_matches('/'))).unwrap() {
@@ -282,7 +270,7 @@ async fn hub_card_has_every_section_counted_resolved_and_paged() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_corpus_backlinks_match_a_direct_scan() {
     let copy = tempfile::tempdir().unwrap();
-    copy_dir(&corpus("nodejs-api"), copy.path());
+    support::copy_dir(&corpus("nodejs-api"), copy.path());
     let mcp = Mcp::start(&["--root", copy.path().to_str().unwrap()]).await;
     let card = explore(&mcp, "/errors.md", None).await;
     assert_eq!(card.status(), "ok", "{}", card.text);

@@ -139,6 +139,33 @@ impl SafePath {
         out
     }
 
+    /// [`SafePath::under`], each name spelled as on disk: a name not there as
+    /// written is looked up by its Unicode form (NFC), so `/résumé.md` finds
+    /// the file a Mac named in NFD (`re\u{301}sume\u{301}.md`). Costs one
+    /// `lstat` per segment, and a folder read only when a name is missing.
+    pub(crate) fn on_disk(&self, root: &Path) -> PathBuf {
+        let mut p = root.to_path_buf();
+        for s in &self.segments {
+            let exact = p.join(s);
+            if std::fs::symlink_metadata(&exact).is_ok() {
+                p = exact;
+                continue;
+            }
+            let wanted = markdown_slice::unicode_form(s);
+            let found = std::fs::read_dir(&p).ok().and_then(|entries| {
+                entries.flatten().find_map(|e| {
+                    let name = e.file_name();
+                    let same = name
+                        .to_str()
+                        .is_some_and(|n| markdown_slice::unicode_form(n) == wanted);
+                    same.then(|| e.path())
+                })
+            });
+            p = found.unwrap_or(exact);
+        }
+        p
+    }
+
     /// Whether `self` lies at or under `scope` (segment-wise prefix).
     pub(crate) fn starts_with(&self, scope: &SafePath) -> bool {
         self.segments.starts_with(&scope.segments)
@@ -193,6 +220,24 @@ pub(crate) fn servable_canonical(root: &Path, path: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_is_found_in_any_unicode_form() {
+        let root = tempfile::tempdir().unwrap();
+        let nfd = "re\u{301}sume\u{301}";
+        std::fs::create_dir(root.path().join(nfd)).unwrap();
+        std::fs::write(root.path().join(nfd).join("caf\u{e9}.md"), "x").unwrap();
+        let p = SafePath::parse("/r%C3%A9sum%C3%A9/cafe%CC%81.md").unwrap();
+        assert_eq!(
+            p.on_disk(root.path()),
+            root.path().join(nfd).join("caf\u{e9}.md")
+        );
+        let missing = SafePath::parse("/r%C3%A9sum%C3%A9/new.md").unwrap();
+        assert_eq!(
+            missing.on_disk(root.path()),
+            root.path().join(nfd).join("new.md")
+        );
+    }
 
     #[test]
     fn decodes_each_segment_once() {

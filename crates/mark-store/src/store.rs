@@ -150,7 +150,7 @@ impl Store {
 
     /// The folder `dir` names, when it exists inside the root.
     pub(crate) fn folder(&self, dir: &SafePath) -> Option<PathBuf> {
-        let path = dir.under(&self.root);
+        let path = dir.on_disk(&self.root);
         let canonical = path.canonicalize().ok()?;
         (canonical.starts_with(&self.root) && canonical.is_dir()).then_some(canonical)
     }
@@ -176,7 +176,7 @@ impl Store {
         if !name.ends_with(".md") || doc.is_dir_form() {
             return Ok(None);
         }
-        let path = doc.under(&self.root);
+        let path = doc.on_disk(&self.root);
         let Some(file) = not_found_is_none(fs::File::open(&path))? else {
             return Ok(None);
         };

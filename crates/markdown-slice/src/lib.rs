@@ -72,7 +72,7 @@ pub use document::{Document, Heading, parser_options};
 pub use find::AnchorMiss;
 pub use frontmatter::Frontmatter;
 pub use hashes::{SectionDiff, SectionHashes, diff_sections};
-pub use links::{Link, LinkKind, Target, resolve};
+pub use links::{Link, LinkKind, Target, resolve, unicode_form};
 pub use outline::{Outline, OutlineEntry, OutlineOptions};
 pub use paragraph::OPENING_PARAGRAPH_BYTES;
 pub use slug::slugify;

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use percent_encoding::percent_decode_str;
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 
 /// How a link was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -87,7 +88,8 @@ pub enum Target {
 /// - `#x` alone and the empty destination point at `doc_path` itself.
 /// - `/x.md` is site-absolute; anything else is relative to `doc_path`'s folder.
 /// - The query (`?…`) is dropped; path and fragment are percent-decoded (left as written
-///   when the decoded bytes are not UTF-8); `.` and `..` segments are removed. A `..` above
+///   when the decoded bytes are not UTF-8) and put in [`unicode_form`]; `.` and `..`
+///   segments are removed. A `..` above
 ///   the root clamps at the root, as URL resolution does on the web (`/../x.md` → `/x.md`):
 ///   the store is the one that refuses paths outside itself.
 ///
@@ -138,9 +140,29 @@ pub(crate) fn fragment_of(destination: &str) -> Option<String> {
 }
 
 fn decode(text: &str) -> Cow<'_, str> {
-    percent_decode_str(text)
+    let decoded = percent_decode_str(text)
         .decode_utf8()
-        .unwrap_or(Cow::Borrowed(text))
+        .unwrap_or(Cow::Borrowed(text));
+    match unicode_form(&decoded) {
+        Cow::Borrowed(_) => decoded,
+        Cow::Owned(nfc) => Cow::Owned(nfc),
+    }
+}
+
+/// The one Unicode form of paths and anchors: NFC, as most systems write names (macOS
+/// writes file names decomposed, NFD; `é` is then `e` + U+0301). Borrowed when the text
+/// already is NFC, which a quick check tells for nearly all text.
+///
+/// ```
+/// use markdown_slice::unicode_form;
+/// assert_eq!(unicode_form("re\u{301}sume\u{301}.md"), "résumé.md");
+/// ```
+pub fn unicode_form(text: &str) -> Cow<'_, str> {
+    if is_nfc_quick(text.chars()) == IsNormalized::Yes {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text.nfc().collect())
+    }
 }
 
 fn is_external(destination: &str) -> bool {
@@ -235,6 +257,15 @@ mod tests {
         assert_eq!(
             resolve("/doc.md", "bad%FF.md"),
             internal("/bad%FF.md", None)
+        );
+        // Decomposed (NFD) names and anchors come out composed (NFC).
+        assert_eq!(
+            resolve("/doc.md", "re\u{301}sume\u{301}.md#caf%C3%A9"),
+            internal("/résumé.md", Some("café"))
+        );
+        assert_eq!(
+            resolve("/doc.md", "re%CC%81sume%CC%81.md#cafe\u{301}"),
+            internal("/résumé.md", Some("café"))
         );
         // An encoded `..` is a `..` too, and still clamps.
         assert_eq!(

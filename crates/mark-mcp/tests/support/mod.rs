@@ -11,6 +11,19 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
+/// Copies the folder `from` to `to`, recursively (hidden files included).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
 /// The binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_mark-mcp")

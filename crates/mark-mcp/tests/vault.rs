@@ -1,0 +1,342 @@
+//! An Obsidian-style vault end to end over `--root`: the real `mark-mcp`
+//! binary, rmcp's client over stdio, the fixture vault `fixtures/vault`
+//! (names with spaces, `#?%`, an NFD accent, duplicate names, wiki links,
+//! blocks, embeds, tags, aliases).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use support::{Mcp, Reply};
+
+fn vault() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/vault")
+}
+
+async fn start() -> Mcp {
+    Mcp::start(&["--root", vault().to_str().unwrap()]).await
+}
+
+async fn explore(mcp: &Mcp, url: &str) -> Reply {
+    mcp.call("mark_explore", json!({ "url": url })).await
+}
+
+/// The page of a card's part its cursor names (`links.0`: every outbound link).
+async fn explore_page(mcp: &Mcp, url: &str, cursor: &str) -> Reply {
+    mcp.call("mark_explore", json!({ "url": url, "cursor": cursor }))
+        .await
+}
+
+/// The `## Backlinks (…)` heading line of a card.
+fn backlinks_heading(card: &Reply) -> &str {
+    card.body()
+        .lines()
+        .find(|l| l.starts_with("## Backlinks"))
+        .unwrap_or_else(|| panic!("no backlinks in {}", card.text))
+}
+
+/// The `- …` lines of one `## …` section of a card.
+fn section<'a>(card: &'a Reply, heading: &str) -> Vec<&'a str> {
+    let body = card.body();
+    body.lines()
+        .skip_while(|l| !l.starts_with(heading))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_spelling_of_a_path_names_one_document() {
+    let mcp = start().await;
+    // A space as the agent reads it in a link, and its escape: one document,
+    // one delivery (the second is `unchanged`).
+    let spaced = mcp.fetch("/notes/Alpha Note.md").await;
+    spaced.assert_full();
+    let escaped = mcp.fetch("/notes/Alpha%20Note.md").await;
+    assert_eq!(escaped.status(), "unchanged", "{}", escaped.text);
+    // A file named in NFD (as macOS writes) by its NFC spelling, escaped or not.
+    mcp.fetch("/résumé.md").await.assert_full();
+    let again = mcp.fetch("/r%C3%A9sum%C3%A9.md").await;
+    assert_eq!(again.status(), "unchanged", "{}", again.text);
+    // An escaped `/` names no file: fetch and explore say the same.
+    let fetched = mcp.fetch("/notes%2FIndex.md").await;
+    let explored = explore(&mcp, "/notes%2FIndex.md").await;
+    assert!(fetched.is_error && explored.is_error, "{}", explored.text);
+    assert_eq!(fetched.text, explored.text);
+    assert!(
+        fetched.text.contains("write the path's own `/`"),
+        "{}",
+        fetched.text
+    );
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_with_hash_question_and_percent_keep_their_backlinks_and_titles() {
+    let mcp = start().await;
+    for (key, title) in [
+        ("/hash%23name.md", "Hash"),
+        ("/q%3Fname.md", "Question"),
+        ("/pct%2520name.md", "Percent"),
+        ("/résumé.md", "Résumé"),
+    ] {
+        let card = explore(&mcp, key).await;
+        assert_eq!(card.status(), "ok", "{}", card.text);
+        assert_eq!(card.field("title"), Some(title), "{}", card.text);
+        assert_eq!(
+            backlinks_heading(&card),
+            "## Backlinks (1; graph complete)",
+            "{key}: {}",
+            card.text
+        );
+        assert!(
+            section(&card, "## Backlinks")[0].contains("/Home.md"),
+            "{}",
+            card.text
+        );
+    }
+    // Siblings show those names with their titles.
+    let card = explore_page(&mcp, "/Beta.md", "siblings.0").await;
+    let siblings = section(&card, "## Siblings");
+    for line in [
+        "- hash%23name.md: Hash",
+        "- q%3Fname.md: Question",
+        "- pct%2520name.md: Percent",
+        "- r%C3%A9sum%C3%A9.md: Résumé",
+    ] {
+        assert!(siblings.contains(&line), "{line} in {}", card.text);
+    }
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wiki_links_resolve_by_name_with_the_documented_rule() {
+    let mcp = start().await;
+    let card = explore(&mcp, "/Home.md").await;
+    assert_eq!(card.status(), "ok", "{}", card.text);
+    let all = explore_page(&mcp, "/Home.md", "links.0").await;
+    let links = section(&all, "## Outbound links");
+    for line in [
+        // By name anywhere in the vault, case-insensitively, headings kept.
+        "- [Alpha Note](/notes/Alpha%20Note.md)",
+        "- [its details](/notes/Alpha%20Note.md#Details)",
+        "- [Beta](/Beta.md)",
+        // Two notes are called Plan: the shortest path; by path; by unique suffix.
+        "- [Plan](/Projects/Plan.md)",
+        "- [archive/2020/Plan](/archive/2020/Plan.md)",
+        "- [Alpha Note#Details#Sub part](/notes/Alpha%20Note.md#Details#Sub part)",
+        "- [Beta#^beta-block](/Beta.md#^beta-block)",
+        // Embeds of notes are links, said so; the image is not.
+        "- [Gamma](/Gamma.md) (embedded note)",
+        "- [Gamma#Part one](/Gamma.md#Part one) (embedded note)",
+        // Markdown links as Obsidian writes them, without .md or from the root.
+        "- [Three laws](/Three%20laws%20of%20motion.md)",
+        "- [[Missing Note]]: unresolved, no note has this name",
+    ] {
+        assert!(links.contains(&line), "{line} in {}", all.text);
+    }
+    assert!(
+        !links.iter().any(|l| l.contains("diagram.png")),
+        "an attachment is no document link: {}",
+        all.text
+    );
+    // `[[2020/Plan]]` and `[the plan](Projects/Plan.md)` repeat targets above: listed once.
+    assert_eq!(links.len(), 15, "{}", all.text);
+
+    // Backlinks by the same rule: [[Beta]] in notes/ is the root Beta.
+    let beta = explore(&mcp, "/Beta.md").await;
+    assert_eq!(
+        backlinks_heading(&beta),
+        "## Backlinks (2; graph complete)",
+        "{}",
+        beta.text
+    );
+    let sources = section(&beta, "## Backlinks").join("\n");
+    assert!(sources.contains("/notes/Alpha%20Note.md"), "{}", beta.text);
+    // [[Index]] from notes/ is its own folder's; from archive/ the archive's.
+    let notes_index = explore(&mcp, "/notes/Index.md").await;
+    assert_eq!(
+        backlinks_heading(&notes_index),
+        "## Backlinks (1; graph complete)",
+        "{}",
+        notes_index.text
+    );
+    let old_plan = explore(&mcp, "/archive/2020/Plan.md").await;
+    // By path and suffix from Home, own folder from Log.
+    assert_eq!(
+        backlinks_heading(&old_plan),
+        "## Backlinks (2; graph complete)",
+        "{}",
+        old_plan.text
+    );
+    let gamma = explore(&mcp, "/Gamma.md").await;
+    assert_eq!(
+        backlinks_heading(&gamma),
+        "## Backlinks (1; graph complete)",
+        "{}",
+        gamma.text
+    );
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hidden_folders_are_never_documents() {
+    let mcp = start().await;
+    let home = explore(&mcp, "/Home.md").await;
+    // Seven notes link [[Home]]; .obsidian/ and .trash/ hold two more, never counted.
+    assert_eq!(
+        backlinks_heading(&home),
+        "## Backlinks (6; graph complete)",
+        "{}",
+        home.text
+    );
+    let hidden = mcp.fetch("/.obsidian/hidden.md").await;
+    assert_eq!(hidden.status(), "not-found", "{}", hidden.text);
+    mcp.stop().await;
+}
+
+/// Every note of the fixture (hidden folders left out), as `/dir/Name.md` in NFC.
+fn notes(dir: &Path, prefix: &str, out: &mut Vec<(String, String)>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let name = markdown_slice::unicode_form(&e.file_name().to_string_lossy()).into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        if e.file_type().unwrap().is_dir() {
+            notes(&e.path(), &format!("{prefix}{name}/"), out);
+        } else if name.ends_with(".md") {
+            out.push((
+                format!("{prefix}{name}"),
+                std::fs::read_to_string(e.path()).unwrap(),
+            ));
+        }
+    }
+}
+
+/// A second, simple implementation of the vault rule over plain strings: the notes
+/// linking to each note (no graph, no markdown parser).
+fn expected_backlinks() -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let mut all = Vec::new();
+    notes(&vault(), "/", &mut all);
+    let paths: Vec<String> = all.iter().map(|(p, _)| p.clone()).collect();
+    let by_name = |name: &str, source: &str| -> Option<String> {
+        let want = format!("/{}.md", name.trim_end_matches(".md").to_lowercase());
+        let folder = &source[..=source.rfind('/').unwrap()];
+        let mut hits: Vec<&String> = paths
+            .iter()
+            .filter(|p| p.to_lowercase().ends_with(&want))
+            .collect();
+        hits.sort_by_key(|p| {
+            let rank = if p.to_lowercase() == want {
+                0
+            } else if p[..=p.rfind('/').unwrap()] == *folder {
+                1
+            } else {
+                2
+            };
+            (rank, p.len(), (*p).clone())
+        });
+        hits.first().map(|p| (*p).clone())
+    };
+    let mut expected: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for (source, text) in &all {
+        let mut targets = Vec::new();
+        for wiki in text.split("[[").skip(1) {
+            let inner = wiki.split("]]").next().unwrap();
+            let name = inner.split('|').next().unwrap().split('#').next().unwrap();
+            let attachment = name.rsplit_once('.').is_some_and(|(_, e)| e != "md");
+            if !name.is_empty() && !attachment {
+                targets.extend(by_name(name, source));
+            }
+        }
+        for md in text.split("](").skip(1) {
+            let dest = md.split(')').next().unwrap();
+            let dest = percent_encoding::percent_decode_str(dest)
+                .decode_utf8()
+                .unwrap();
+            targets.extend(by_name(&markdown_slice::unicode_form(&dest), source));
+        }
+        for target in targets.into_iter().filter(|t| t != source) {
+            expected.entry(target).or_default().insert(source.clone());
+        }
+    }
+    expected
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_note_s_backlinks_match_a_second_simple_implementation() {
+    let mcp = start().await;
+    let expected = expected_backlinks();
+    let mut all = Vec::new();
+    notes(&vault(), "/", &mut all);
+    assert_eq!(all.len(), 14, "the fixture has its notes");
+    for (note, _) in &all {
+        let key = mark_mcp::keys::wire_path(note);
+        let page = explore_page(&mcp, &key, "backlinks.0").await;
+        let got: BTreeSet<String> = section(&page, "## Backlinks")
+            .iter()
+            .filter_map(|l| l.split("](").nth(1))
+            .map(|t| {
+                let key = t.split(['#', ')']).next().unwrap();
+                mark_mcp::keys::graph_key(key).into_owned()
+            })
+            .collect();
+        let want = expected.get(note).cloned().unwrap_or_default();
+        assert_eq!(got, want, "{note}: {}", page.text);
+    }
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notes_that_appear_and_go_are_seen_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    support::copy_dir(&vault(), dir.path());
+    let root = dir.path().to_str().unwrap();
+    let mcp = Mcp::start(&[
+        "--root",
+        root,
+        "--graph-fresh-for",
+        "1s",
+        "--fresh-for",
+        "0s",
+    ])
+    .await;
+    let beta = explore(&mcp, "/Beta.md").await;
+    assert_eq!(
+        backlinks_heading(&beta),
+        "## Backlinks (2; graph complete)",
+        "{}",
+        beta.text
+    );
+
+    // The owner adds a note linking [[beta]] and deletes Gamma, embedded by Home.
+    std::fs::write(dir.path().join("New Note.md"), "# New\n\nSee [[beta]].\n").unwrap();
+    std::fs::remove_file(dir.path().join("Gamma.md")).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+
+    let beta = explore(&mcp, "/Beta.md").await;
+    assert_eq!(
+        backlinks_heading(&beta),
+        "## Backlinks (3; graph complete)",
+        "{}",
+        beta.text
+    );
+    assert!(beta.body().contains("/New%20Note.md"), "{}", beta.text);
+    let links = explore_page(&mcp, "/Home.md", "links.0").await;
+    assert!(
+        section(&links, "## Outbound links")
+            .contains(&"- [[Gamma]]: unresolved, no note has this name"),
+        "{}",
+        links.text
+    );
+    let list = mcp.call("mark_list", json!({ "url": "/" })).await;
+    assert!(
+        list.text.contains("New%20Note.md") && !list.text.contains("Gamma.md"),
+        "{}",
+        list.text
+    );
+    mcp.stop().await;
+}
