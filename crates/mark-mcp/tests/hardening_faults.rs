@@ -93,7 +93,10 @@ async fn server_restart_mid_session_reconnects_and_revalidates() {
     let (r, took) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
     if r.is_error {
         let message = one_line_error(&r);
-        assert!(message.contains("the server stopped answering"), "{message}");
+        assert!(
+            message.contains("the server stopped answering"),
+            "{message}"
+        );
         assert!(took < Duration::from_secs(25), "took {took:?}");
         let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
         assert_eq!(r.status(), "unchanged", "{}", r.text);
