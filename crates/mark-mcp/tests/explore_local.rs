@@ -10,19 +10,10 @@ use serde_json::json;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use support::{Mcp, Reply};
+use support::{Mcp, Reply, corpus};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/explore")
-}
-
-/// `../shared/corpora` from the workspace root, or `$MARK_CORPORA`.
-fn corpus(name: &str) -> PathBuf {
-    let base = std::env::var_os("MARK_CORPORA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora"),
-        PathBuf::from,
-    );
-    base.join(name)
 }
 
 /// Every `.md` file under `root`, as `/dir/doc.md`.

@@ -8,17 +8,8 @@ mod support;
 
 use mark_testkit::{Direction, LinkShape, UdpRelay};
 use serde_json::json;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use support::{Mcp, serve_copy_of};
-
-fn corpus() -> PathBuf {
-    let base = std::env::var_os("MARK_CORPORA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora"),
-        PathBuf::from,
-    );
-    base.join("nodejs-api")
-}
+use support::{Mcp, corpus, serve_copy_of};
 
 /// `mark-mcp` reading the server behind `relay`, pinned to its certificate.
 fn through(
@@ -38,7 +29,7 @@ fn through(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_lossy_link_gives_the_same_answers() {
-    let corpus = corpus();
+    let corpus = corpus("nodejs-api");
     let (_store, server) = serve_copy_of(&corpus, &[] as &[&str]);
     let relay = UdpRelay::start(
         server.addr,
@@ -98,7 +89,7 @@ async fn a_long_lossy_link_gives_the_same_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_black_hole_is_a_tool_error_within_the_timeout_and_the_session_recovers() {
-    let (_store, server) = serve_copy_of(&corpus(), &[] as &[&str]);
+    let (_store, server) = serve_copy_of(&corpus("nodejs-api"), &[] as &[&str]);
     let relay = UdpRelay::start(server.addr, LinkShape::CLEAN, 7).unwrap();
     let mcp = Mcp::start(&through(
         &relay,

@@ -11,6 +11,15 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
+/// `../shared/corpora/NAME` from the workspace root, or `$MARK_CORPORA/NAME`.
+pub fn corpus(name: &str) -> PathBuf {
+    let base = std::env::var_os("MARK_CORPORA").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora"),
+        PathBuf::from,
+    );
+    base.join(name)
+}
+
 /// Copies the folder `from` to `to`, recursively (hidden files included).
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
