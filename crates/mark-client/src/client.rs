@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -132,22 +132,30 @@ impl Client {
         let bytes = request.encode().map_err(ClientError::Encode)?;
         let deadline = deadline_after(self.inner.config.request_timeout);
         let connection = self.connection(host, port, deadline).await?;
-        let acks_before = connection.stats().frame_rx.acks;
-        match self.inner.exchange(&connection, &bytes, deadline).await {
+        let acknowledged = AtomicBool::new(false);
+        match self
+            .inner
+            .exchange(&connection, &bytes, deadline, &acknowledged)
+            .await
+        {
             Err(e) if e.is_connection_lost() && request.verb.is_idempotent() => {
                 tracing::debug!(host, port, verb = %request.verb, "connection lost; sending again on a new connection");
                 let connection = self.connection(host, port, deadline).await?;
-                self.inner.exchange(&connection, &bytes, deadline).await
+                self.inner
+                    .exchange(&connection, &bytes, deadline, &acknowledged)
+                    .await
             }
             Err(ClientError::RequestTimeout { timeout })
-                if connection.stats().frame_rx.acks == acks_before =>
+                if !acknowledged.load(Ordering::Relaxed) =>
             {
                 // A silent peer (a server that crashed and came back on the
                 // same port never answers the old connection; a link that
                 // went dark) would keep this connection until its idle
                 // timeout: drop it, and the next request reconnects. A peer
-                // that acknowledged anything meanwhile is alive (just slow),
-                // and its connection carries other requests: it stays.
+                // that acknowledged this request is alive (just slow), and
+                // its connection carries other requests: it stays. (Counting
+                // any acknowledgement instead raced with late ones for the
+                // previous request.)
                 connection.close(VarInt::from_u32(0), b"request timed out");
                 Err(ClientError::StoppedAnswering { timeout })
             }
@@ -363,11 +371,15 @@ impl Inner {
         connection: &Connection,
         request: &[u8],
         deadline: Instant,
+        acknowledged: &AtomicBool,
     ) -> Result<Response, ClientError> {
         let timeout = self.config.request_timeout;
-        let raw = tokio::time::timeout_at(deadline, self.send_and_read(connection, request))
-            .await
-            .map_err(|_| ClientError::RequestTimeout { timeout })??;
+        let raw = tokio::time::timeout_at(
+            deadline,
+            self.send_and_read(connection, request, acknowledged),
+        )
+        .await
+        .map_err(|_| ClientError::RequestTimeout { timeout })??;
         Response::parse(&raw).map_err(ClientError::Malformed)
     }
 
@@ -375,6 +387,7 @@ impl Inner {
         &self,
         connection: &Connection,
         request: &[u8],
+        acknowledged: &AtomicBool,
     ) -> Result<Vec<u8>, ClientError> {
         let (mut send, mut recv) = connection.open_bi().await.map_err(connection_lost)?;
         let cap = self.config.max_response_bytes;
@@ -383,17 +396,31 @@ impl Inner {
                 // Finishing tells the server the request is complete; it fails
                 // only when the stream is already gone, which the read reports.
                 let _ = send.finish();
-                read_capped(&mut recv, cap).await
+                // The peer acknowledging every request byte (or stopping the
+                // stream) is the sign of life a timeout is judged by.
+                let note_acknowledged = async {
+                    if send.stopped().await.is_ok() {
+                        acknowledged.store(true, Ordering::Relaxed);
+                    }
+                    std::future::pending().await
+                };
+                tokio::select! {
+                    answer = read_capped(&mut recv, cap) => answer,
+                    never = note_acknowledged => never,
+                }
             }
             // The server stopped reading (a request over its limit, say) but
             // may still answer why.
-            Err(WriteError::Stopped(code)) => match read_capped(&mut recv, cap).await {
-                Ok(answer) if !answer.is_empty() => Ok(answer),
-                Ok(_) | Err(ClientError::StreamReset { .. }) => Err(ClientError::StreamReset {
-                    code: code.into_inner(),
-                }),
-                Err(other) => Err(other),
-            },
+            Err(WriteError::Stopped(code)) => {
+                acknowledged.store(true, Ordering::Relaxed);
+                match read_capped(&mut recv, cap).await {
+                    Ok(answer) if !answer.is_empty() => Ok(answer),
+                    Ok(_) | Err(ClientError::StreamReset { .. }) => Err(ClientError::StreamReset {
+                        code: code.into_inner(),
+                    }),
+                    Err(other) => Err(other),
+                }
+            }
             Err(WriteError::ConnectionLost(e)) => Err(connection_lost(e)),
             Err(other) => Err(ClientError::ConnectionLost {
                 reason: other.to_string(),

@@ -92,11 +92,11 @@ pub enum ClientError {
         /// The request timeout.
         timeout: Duration,
     },
-    /// Nothing at all came back while a request waited, not even an
-    /// acknowledgement: the server or the network between went silent. The
-    /// connection is dropped, so the next request reconnects.
+    /// The server did not even acknowledge the request while it waited: the
+    /// server or the network between went silent. The connection is
+    /// dropped, so the next request reconnects.
     #[error(
-        "the server stopped answering (nothing came back within {timeout:?}, not even an acknowledgement); check the network and that the server runs, then retry: the next request reconnects"
+        "the server stopped answering (nothing came back within {timeout:?}, not even an acknowledgement of the request); check the network and that the server runs, then retry: the next request reconnects"
     )]
     StoppedAnswering {
         /// The request timeout.
