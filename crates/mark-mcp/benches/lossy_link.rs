@@ -45,16 +45,7 @@ async fn call(session: &mut McpSession, tool: &str, args: Value, expect: &str) -
 }
 
 async fn round(server: &MarkServerProcess, relay: &UdpRelay) -> Round {
-    let args = vec![
-        "--host".to_string(),
-        format!("mark://{}", relay.addr()),
-        "--pin".to_string(),
-        server.pin(),
-        "--timeout".to_string(),
-        "120s".to_string(),
-        "--crawl-wait".to_string(),
-        "300s".to_string(),
-    ];
+    let args = server.reader_args_via(relay.addr(), &["--timeout", "120s", "--crawl-wait", "300s"]);
     let command = ServerCommand::new(env!("CARGO_BIN_EXE_mark-mcp"), args);
     let mut session = McpSession::start(&command).await.unwrap();
     let first = call(

@@ -11,22 +11,6 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 use support::{Mcp, corpus, serve_copy_of};
 
-/// `mark-mcp` reading the server behind `relay`, pinned to its certificate.
-fn through(
-    relay: &UdpRelay,
-    server: &mark_testkit::MarkServerProcess,
-    extra: &[&str],
-) -> Vec<String> {
-    let mut args = vec![
-        "--host".to_string(),
-        format!("mark://{}", relay.addr()),
-        "--pin".to_string(),
-        server.pin(),
-    ];
-    args.extend(extra.iter().map(|a| a.to_string()));
-    args
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_lossy_link_gives_the_same_answers() {
     let corpus = corpus("nodejs-api");
@@ -37,11 +21,9 @@ async fn a_long_lossy_link_gives_the_same_answers() {
         42,
     )
     .unwrap();
-    let mcp = Mcp::start(&through(
-        &relay,
-        &server,
-        &["--timeout", "90s", "--crawl-wait", "120s"],
-    ))
+    let mcp = Mcp::start(
+        &server.reader_args_via(relay.addr(), &["--timeout", "90s", "--crawl-wait", "120s"]),
+    )
     .await;
 
     // A whole document, byte for byte.
@@ -91,11 +73,9 @@ async fn a_long_lossy_link_gives_the_same_answers() {
 async fn a_black_hole_is_a_tool_error_within_the_timeout_and_the_session_recovers() {
     let (_store, server) = serve_copy_of(&corpus("nodejs-api"), &[] as &[&str]);
     let relay = UdpRelay::start(server.addr, LinkShape::CLEAN, 7).unwrap();
-    let mcp = Mcp::start(&through(
-        &relay,
-        &server,
-        &["--timeout", "2s", "--fresh-for", "0s"],
-    ))
+    let mcp = Mcp::start(
+        &server.reader_args_via(relay.addr(), &["--timeout", "2s", "--fresh-for", "0s"]),
+    )
     .await;
     assert_eq!(mcp.fetch("/synopsis.md").await.status(), "ok", "connected");
 

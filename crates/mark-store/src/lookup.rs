@@ -174,6 +174,9 @@ struct SectionInfo {
     anchor: Option<String>,
     /// Its own heading text; `None` for the preamble.
     heading: Option<String>,
+    /// The headings above it as a row shows them (` › `-joined, the
+    /// document's title left out): a row says which `Status` it is.
+    above: String,
 }
 
 /// What LOOKUP keeps of one document outside the text index (its words
@@ -199,6 +202,8 @@ struct ParsedSection<'a> {
     heading: Option<String>,
     /// The headings above it, top down, space-separated.
     trail: String,
+    /// The same as a row shows them (see [`SectionInfo::above`]).
+    above: String,
     /// Its own text (heading line excluded, subsections excluded).
     text: &'a str,
 }
@@ -242,6 +247,7 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
             anchor: None,
             heading: None,
             trail: String::new(),
+            above: String::new(),
             text: preamble,
         });
     }
@@ -256,10 +262,12 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
             parent = p.parent;
         }
         above.reverse();
+        let shown: Vec<&str> = above.iter().copied().filter(|a| *a != title).collect();
         sections.push(ParsedSection {
             anchor: h.anchor.clone(),
             heading: Some(h.text.clone()),
             trail: above.join(" "),
+            above: shown.join(" › "),
             text: source.get(h.line.end.min(own_end)..own_end).unwrap_or(""),
         });
     }
@@ -503,6 +511,7 @@ impl Catalog {
                 ord,
                 anchor: s.anchor,
                 heading: s.heading,
+                above: s.above,
             });
         }
         if indexed {
@@ -667,7 +676,11 @@ impl Catalog {
                 if let Some(s) = section {
                     row.anchor = s.anchor.clone();
                     if let Some(h) = &s.heading {
-                        row.title = format!("{} › {h}", doc.title);
+                        row.title = if s.above.is_empty() {
+                            format!("{} › {h}", doc.title)
+                        } else {
+                            format!("{} › {} › {h}", doc.title, s.above)
+                        };
                     }
                 }
                 (c, row)

@@ -491,3 +491,16 @@ fn sha256_fetch_and_lookup_follow_writes_without_a_walk() {
         Status::NotFound
     );
 }
+
+#[test]
+fn a_nested_section_s_row_names_the_headings_above_it() {
+    let s = Store::new();
+    let roadmap = "---\ntitle: Roadmap\n---\n# Roadmap\n\n## Phase 1 — Parser\n\n### Status\n\nDone in March.\n\n## Phase 2 — Replay\n\n### Status\n\nCurrent phase since May.\n";
+    ok(&s.publish_at("/roadmap.md", roadmap, None, at(0)));
+    let t = table(&lookup(&s, "/", &[("query", "current"), ("match", "body")]));
+    let titles: Vec<&str> = t.rows.iter().map(|r| r.title.as_str()).collect();
+    // Which `Status` it is, without the document's title twice.
+    assert_eq!(titles, ["Roadmap › Phase 2 — Replay › Status"]);
+    let t = table(&lookup(&s, "/", &[("query", "replay"), ("match", "body")]));
+    assert_eq!(t.rows[0].title, "Roadmap › Phase 2 — Replay");
+}

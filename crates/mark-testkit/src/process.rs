@@ -98,9 +98,15 @@ impl MarkServerProcess {
     /// `--host mark://… --pin sha256:…`, then `extra`: the arguments of a
     /// `mark-mcp` reading this server.
     pub fn reader_args(&self, extra: &[&str]) -> Vec<String> {
+        self.reader_args_via(self.addr, extra)
+    }
+
+    /// [`reader_args`](Self::reader_args) for a reader that reaches this
+    /// server through `via` (a relay), still pinning this server.
+    pub fn reader_args_via(&self, via: SocketAddr, extra: &[&str]) -> Vec<String> {
         let mut args = vec![
             "--host".to_string(),
-            self.url(),
+            format!("mark://{via}"),
             "--pin".to_string(),
             self.pin(),
         ];

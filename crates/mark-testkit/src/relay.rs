@@ -128,8 +128,8 @@ impl Ord for Pending {
 
 struct Control {
     shape: LinkShape,
-    black_hole_to_server: bool,
-    black_hole_to_client: bool,
+    /// A black hole per direction, indexed by `Direction as usize`.
+    black_holes: [bool; 2],
     rng: fastrand::Rng,
     /// Where the clients' datagrams go (and the only address answers are taken from).
     server: SocketAddr,
@@ -163,10 +163,7 @@ impl Shared {
     ) {
         let mut control = self.control();
         let to = to.unwrap_or(control.server);
-        let holed = match direction {
-            Direction::ToServer => control.black_hole_to_server,
-            Direction::ToClient => control.black_hole_to_client,
-        };
+        let holed = control.black_holes[direction as usize];
         let shape = control.shape;
         if holed || control.rng.f64() < shape.loss {
             self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -248,8 +245,7 @@ impl UdpRelay {
         let shared = Arc::new(Shared {
             control: Mutex::new(Control {
                 shape,
-                black_hole_to_server: false,
-                black_hole_to_client: false,
+                black_holes: [false; 2],
                 rng: fastrand::Rng::with_seed(seed),
                 server,
                 queue: BinaryHeap::new(),
@@ -295,11 +291,7 @@ impl UdpRelay {
 
     /// Drops every datagram going `direction` while `on` (a link that went dark one way).
     pub fn black_hole(&self, direction: Direction, on: bool) {
-        let mut control = self.shared.control();
-        match direction {
-            Direction::ToServer => control.black_hole_to_server = on,
-            Direction::ToClient => control.black_hole_to_client = on,
-        }
+        self.shared.control().black_holes[direction as usize] = on;
     }
 
     /// What the relay did so far.
