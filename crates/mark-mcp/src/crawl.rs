@@ -10,7 +10,11 @@
 //! through a [`CrawlWatcher`].
 //!
 //! It is not the planner (link-graph decides what to request next) nor a body
-//! cache: crawled bodies are parsed for their links and dropped.
+//! cache: crawled bodies are parsed for their links and dropped, unless the
+//! session searches them itself (a server without LOOKUP, see
+//! [`SessionGraph::enable_search`]): then every document the graph takes
+//! in also goes into mark-store's [`DocumentIndex`], the engine's own
+//! LOOKUP code.
 
 use crate::cache::Stamp;
 use crate::keys::{graph_key, wire_path};
@@ -23,6 +27,7 @@ use link_graph::{
     LinkTarget,
 };
 use mark_proto::{Request, Response, Status, Verb};
+use mark_store::lookup::DocumentIndex;
 use markdown_slice::Document;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -118,6 +123,42 @@ impl CrawlProgress {
             self.fetched, self.listed
         )
     }
+
+    /// A parenthesised one-line note on the crawl when it did not end
+    /// cleanly (stopped at a bound, still running, failed requests,
+    /// listings that did not say they were complete); `None` otherwise.
+    pub fn note(&self) -> Option<String> {
+        let stopped = match &self.state {
+            CrawlState::Done(o) => o.stopped.map(|s| format!("crawl stopped: {s}")),
+            CrawlState::Running => Some(format!(
+                "crawl still running: {} of {} listed documents read",
+                self.fetched, self.listed
+            )),
+            CrawlState::Idle => None,
+        };
+        let failed = self.first_failure.as_ref().map(|f| {
+            format!(
+                "{} crawl request{} failed, first: {}",
+                self.failures,
+                if self.failures == 1 { "" } else { "s" },
+                crate::envelope::one_line(f, 100)
+            )
+        });
+        let unstated = (self.unstated_listings > 0).then(|| {
+            format!(
+                "{} listing{} did not say whether {} complete (the server does not page LIST)",
+                self.unstated_listings,
+                if self.unstated_listings == 1 { "" } else { "s" },
+                if self.unstated_listings == 1 {
+                    "it is"
+                } else {
+                    "they are"
+                },
+            )
+        });
+        let clauses: Vec<String> = [stopped, failed, unstated].into_iter().flatten().collect();
+        (!clauses.is_empty()).then(|| format!("({})", clauses.join("; ")))
+    }
 }
 
 /// What a waiting call is told and what may interrupt it: the MCP adapter
@@ -156,16 +197,26 @@ pub enum Waited {
 
 /// The graph and, per indexed document, the stamp of the answer its links
 /// came from: an older answer (a crawl FETCH sent before a session load
-/// that answered first) never replaces newer links.
+/// that answered first) never replaces newer links. When the session
+/// searches itself, the same documents in its search index.
 #[derive(Debug, Default)]
 struct Indexed {
     graph: LinkGraph,
     stamps: HashMap<String, Stamp>,
+    search: Option<DocumentIndex>,
 }
 
 impl Indexed {
-    /// Indexes `doc` as `path` unless the links held came from a newer answer.
-    fn index<S: AsRef<str>>(&mut self, path: &str, etag: &str, doc: &Document<S>, stamp: Stamp) {
+    /// Indexes `doc` as `path` (served with `modified`) unless the links
+    /// held came from a newer answer.
+    fn index<S: AsRef<str>>(
+        &mut self,
+        path: &str,
+        etag: &str,
+        doc: &Document<S>,
+        modified: Option<&str>,
+        stamp: Stamp,
+    ) {
         if self
             .stamps
             .get(path)
@@ -173,17 +224,43 @@ impl Indexed {
         {
             return;
         }
-        match self.graph.index_document(path, etag, doc) {
-            Ok(_) => {
-                self.stamps.insert(path.to_string(), stamp);
+        let mut taken = match self.graph.index_document(path, etag, doc) {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::debug!(path, error = %e, "not indexed in the link graph");
+                false
             }
-            Err(e) => tracing::debug!(path, error = %e, "not indexed in the link graph"),
+        };
+        if let Some(search) = &mut self.search {
+            match search.insert(&wire_path(path), doc.source().as_bytes(), modified) {
+                Ok(()) => taken = true,
+                Err(e) => tracing::debug!(path, error = %e, "not indexed for search"),
+            }
+        }
+        if taken {
+            self.stamps.insert(path.to_string(), stamp);
         }
     }
 
     fn remove(&mut self, path: &str) {
         self.graph.remove(path);
         self.stamps.remove(path);
+        if let Some(search) = &mut self.search
+            && let Err(e) = search.remove(&wire_path(path))
+        {
+            tracing::debug!(path, error = %e, "not removed from the search index");
+        }
+    }
+
+    /// The etag a crawl FETCH of `path` may be conditional on: the graph's,
+    /// unless the session searches and its index lacks the document (then
+    /// its body is needed again).
+    fn held_etag(&self, path: &str) -> Option<&str> {
+        let etag = self.graph.etag(path)?;
+        self.search
+            .as_ref()
+            .is_none_or(|s| s.contains(&wire_path(path)))
+            .then_some(etag)
     }
 
     /// Forgets the indexed documents a whole crawl's listings no longer
@@ -272,6 +349,19 @@ impl Shared {
     }
 }
 
+/// Stops the session's crawl when dropped while it holds one: armed by a
+/// call that started a crawl, so that cancelling (or dropping) the call
+/// stops it; disarmed (`.0 = None`) once the call no longer waits.
+pub struct StopOnDrop<'g>(pub Option<&'g SessionGraph>);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(graph) = self.0 {
+            graph.stop();
+        }
+    }
+}
+
 /// The folder holding `path`, with a trailing `/` (`/a/b.md` → `/a/`).
 pub fn parent_dir(path: &str) -> &str {
     path.rfind('/').map_or("/", |i| &path[..=i])
@@ -292,6 +382,7 @@ impl SessionGraph {
                 graph: RwLock::new(Indexed {
                     graph: LinkGraph::with_byte_bound(settings.graph_bytes),
                     stamps: HashMap::new(),
+                    search: None,
                 }),
                 source,
                 settings,
@@ -397,15 +488,67 @@ impl SessionGraph {
         }
     }
 
+    /// Starts a crawl when [`Self::start`] says so and waits for it within
+    /// [`CrawlSettings::wait`] (see [`Self::wait`]); a cancelled wait stops
+    /// a crawl this call started.
+    pub async fn start_and_wait(
+        &self,
+        now: Instant,
+        force: bool,
+        watcher: &dyn CrawlWatcher,
+    ) -> Waited {
+        let mut stop_on_drop = StopOnDrop(self.start(now, force).then_some(self));
+        let waited = self.wait(self.shared.settings.wait, watcher).await;
+        if waited != Waited::Cancelled {
+            stop_on_drop.0 = None;
+        }
+        waited
+    }
+
+    /// Makes the session search the documents it takes in itself (for a
+    /// server without LOOKUP): from now on each document the graph takes
+    /// in goes into a search index too. Those taken in before are not in
+    /// it ([`Self::search_misses_documents`]); the next crawl fetches their
+    /// bodies again.
+    pub fn enable_search(&self) {
+        let mut held = self.shared.write();
+        if held.search.is_none() {
+            held.search = Some(DocumentIndex::new());
+        }
+    }
+
+    /// Whether the session searches the documents it took in itself.
+    pub fn searches(&self) -> bool {
+        self.shared.read().search.is_some()
+    }
+
+    /// Whether the search index holds fewer documents than the graph.
+    pub fn search_misses_documents(&self) -> bool {
+        let held = self.shared.read();
+        held.search
+            .as_ref()
+            .is_some_and(|s| s.len() < held.graph.coverage().indexed)
+    }
+
+    /// A LOOKUP answered over the documents the session took in, and how
+    /// many those are; `None` unless [`Self::enable_search`] was called.
+    pub fn search(&self, request: &Request) -> Option<(Response, usize)> {
+        let mut held = self.shared.write();
+        let search = held.search.as_mut()?;
+        Some((search.lookup(request), search.len()))
+    }
+
     /// Adds (or, with a new etag, replaces) the outbound links of a document
-    /// the session read, unless the graph holds links from a newer answer
-    /// (`stamp` is this answer's). Pinned versions and non-documents are
-    /// left out; without an etag the body's hash stands in.
+    /// the session read (served with `modified`), unless the graph holds
+    /// links from a newer answer (`stamp` is this answer's). Pinned versions
+    /// and non-documents are left out; without an etag the body's hash
+    /// stands in.
     pub fn index<S: AsRef<str>>(
         &self,
         path: &str,
         etag: Option<&str>,
         doc: &Document<S>,
+        modified: Option<&str>,
         stamp: Stamp,
     ) {
         let path = &*graph_key(path);
@@ -420,7 +563,7 @@ impl SessionGraph {
                 hash.as_str()
             }
         };
-        self.shared.write().index(path, etag, doc, stamp);
+        self.shared.write().index(path, etag, doc, modified, stamp);
     }
 
     /// Forgets a document that answered `not-found` or `archived`.
@@ -530,7 +673,7 @@ async fn crawl(
     loop {
         while let Some(step) = plan.next_step(clock()) {
             let req = match &step {
-                CrawlStep::Fetch { path } => request_for(&step, shared.read().graph.etag(path)),
+                CrawlStep::Fetch { path } => request_for(&step, shared.read().held_etag(path)),
                 CrawlStep::List { .. } => request_for(&step, None),
             };
             let source = Arc::clone(&shared.source);
@@ -678,20 +821,27 @@ fn fetched(
                 .unwrap_or_else(|| blake3::hash(&resp.body).to_hex().to_string());
             let stamp = Stamp::new(resp.meta("version"), asked, answered);
             let len = resp.body.len() as u64;
-            let known = shared.read().graph.etag(path) == Some(etag.as_str());
+            let known = shared.read().held_etag(path) == Some(etag.as_str());
+            let modified = resp.meta("modified");
             match std::str::from_utf8(&resp.body) {
                 // Parsed outside the lock; indexed only if no newer answer
                 // came meanwhile.
                 Ok(text) if !known => {
                     let doc = Document::parse(text);
-                    shared.write().index(path, &etag, &doc, stamp);
+                    shared.write().index(path, &etag, &doc, modified, stamp);
                 }
                 Ok(_) => {}
                 // A body that is not UTF-8 is indexed with no links, so the
-                // graph counts it as read.
+                // graph counts it as read (and searched as the engine reads it).
                 Err(_) => {
-                    if let Err(e) = shared.write().graph.update(path, &etag, None, []) {
+                    let mut held = shared.write();
+                    if let Err(e) = held.graph.update(path, &etag, None, []) {
                         tracing::debug!(path, error = %e, "crawled document not indexed");
+                    }
+                    if let Some(search) = &mut held.search
+                        && let Err(e) = search.insert(&wire_path(path), &resp.body, modified)
+                    {
+                        tracing::debug!(path, error = %e, "crawled document not searched");
                     }
                 }
             }
@@ -897,32 +1047,50 @@ mod tests {
         let secs = Duration::from_secs;
         let old = Document::parse("See [old](old.md).\n");
         let new = Document::parse("See [new](new.md).\n");
-        let mut indexed = Indexed::default();
+        let mut indexed = Indexed {
+            search: Some(DocumentIndex::new()),
+            ..Indexed::default()
+        };
+        // The search index follows the graph's rule.
+        let finds = |indexed: &mut Indexed, word: &str| {
+            let req = Request::new(Verb::Lookup, "/")
+                .with_meta("query", word)
+                .with_meta("match", "body");
+            let found = indexed.search.as_mut().unwrap().lookup(&req);
+            found.meta("matches") == Some("1")
+        };
         // A session load asked at t1 answered first; the crawl's FETCH asked
         // at t0 answers last, with the old text (a plain folder: version 1).
         indexed.index(
             "/f.md",
             "e-new",
             &new,
+            None,
             Stamp::new(Some("1"), t0 + secs(1), t0 + secs(2)),
         );
         indexed.index(
             "/f.md",
             "e-old",
             &old,
+            None,
             Stamp::new(Some("1"), t0, t0 + secs(3)),
         );
         assert_eq!(indexed.graph.etag("/f.md"), Some("e-new"));
         assert_eq!(indexed.graph.backlinks("/new.md").len(), 1);
         assert!(indexed.graph.backlinks("/old.md").is_empty());
+        assert!(finds(&mut indexed, "new") && !finds(&mut indexed, "old"));
         // Asked after that answer, a later read replaces it.
         indexed.index(
             "/f.md",
             "e-old",
             &old,
+            None,
             Stamp::new(Some("1"), t0 + secs(4), t0 + secs(4)),
         );
         assert_eq!(indexed.graph.etag("/f.md"), Some("e-old"));
+        assert!(finds(&mut indexed, "old") && !finds(&mut indexed, "new"));
+        indexed.remove("/f.md");
+        assert!(!finds(&mut indexed, "old"));
     }
 
     #[test]

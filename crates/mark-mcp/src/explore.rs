@@ -17,7 +17,7 @@
 //! `unchanged` in one line (`force` re-sends it), like `mark_fetch`.
 
 use crate::crawl::{
-    CrawlProgress, CrawlState, CrawlWatcher, SessionGraph, Unwatched, Waited, age_text, parent_dir,
+    CrawlProgress, CrawlWatcher, StopOnDrop, Unwatched, Waited, age_text, parent_dir,
 };
 use crate::dedup::{AnswerKey, Delivery, answer_digest};
 use crate::envelope::{ToolText, one_line, size_line};
@@ -310,17 +310,6 @@ struct GraphView {
     age: Option<std::time::Duration>,
 }
 
-/// Stops a crawl when dropped while it holds one.
-struct StopOnDrop<'g>(Option<&'g SessionGraph>);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        if let Some(graph) = self.0 {
-            graph.stop();
-        }
-    }
-}
-
 /// Starts a crawl when the graph needs one (none yet, older than
 /// `--graph-fresh-for`, or `force`), waits for it within the session's
 /// bound, and reads `path`'s backlinks. `None`: cancelled.
@@ -332,14 +321,9 @@ async fn graph_view(
     watcher: &dyn CrawlWatcher,
 ) -> Option<GraphView> {
     let graph = session.graph();
-    // Armed while this call waits for a crawl it started: a cancelled call
-    // (the wait says so, or the whole call is dropped) stops it.
-    let mut stop_on_drop = StopOnDrop(graph.start(now, force).then_some(graph));
-    let waited = graph.wait(graph.settings().wait, watcher).await;
-    if waited == Waited::Cancelled {
+    if graph.start_and_wait(now, force, watcher).await == Waited::Cancelled {
         return None;
     }
-    stop_on_drop.0 = None;
     let (backlinks, coverage) = graph.backlinks(&wire_path(path));
     Some(GraphView {
         backlinks,
@@ -384,44 +368,6 @@ fn backlink_lines(view: &GraphView) -> (String, Vec<String>) {
     }
     let heading = format!("## Backlinks {note}");
     (heading, lines)
-}
-
-/// A one-line note on the crawl when it did not end cleanly.
-fn crawl_note(progress: &CrawlProgress) -> Option<String> {
-    let stopped = match &progress.state {
-        CrawlState::Done(o) => o.stopped.map(|s| format!("crawl stopped: {s}")),
-        CrawlState::Running => Some(format!(
-            "crawl still running: {} of {} listed documents read",
-            progress.fetched, progress.listed
-        )),
-        CrawlState::Idle => None,
-    };
-    let failed = progress.first_failure.as_ref().map(|f| {
-        format!(
-            "{} crawl request{} failed, first: {}",
-            progress.failures,
-            if progress.failures == 1 { "" } else { "s" },
-            label(f, 100)
-        )
-    });
-    let unstated = (progress.unstated_listings > 0).then(|| {
-        format!(
-            "{} listing{} did not say whether {} complete (the server does not page LIST)",
-            progress.unstated_listings,
-            if progress.unstated_listings == 1 {
-                ""
-            } else {
-                "s"
-            },
-            if progress.unstated_listings == 1 {
-                "it is"
-            } else {
-                "they are"
-            },
-        )
-    });
-    let clauses: Vec<String> = [stopped, failed, unstated].into_iter().flatten().collect();
-    (!clauses.is_empty()).then(|| format!("({})", clauses.join("; ")))
 }
 
 /// Outbound links in card order: internal (resolved by the session graph,
@@ -733,7 +679,7 @@ async fn card(
     text.push_str(&fit(&links, Part::Links, 0, CARD_LINES, links_bytes));
 
     text.push_str(&format!("\n{backlinks_heading}\n"));
-    let note_line = crawl_note(&view.progress);
+    let note_line = view.progress.note();
     let room = CARD_LINES - usize::from(note_line.is_some());
     text.push_str(&fit(&backlinks, Part::Backlinks, 0, room, backlinks_bytes));
     if let Some(n) = note_line {

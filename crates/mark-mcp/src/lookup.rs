@@ -3,21 +3,28 @@
 //! only when the rows' values differ, a document's tags once. It asks for
 //! any-word ranking (`terms: any`); a server that does not echo it answered
 //! all-words, and then one all-words LOOKUP per word, sent concurrently, is
-//! merged into the any-word ranking here. `read: N` appends the top N
+//! merged into the any-word ranking here. A server without LOOKUP (it
+//! answers `server-error`, `bad request`) is searched here instead, over
+//! the documents the session crawled, with mark-store's own LOOKUP code
+//! (the crawl fills the index; a call waits `--crawl-wait` at most), and
+//! the note says how many documents that was and whether the crawl was
+//! whole. Rows say which query words they lack (the server's `Lacks`
+//! column, asked with `columns: lacks`, or the per-word merge). `read: N` appends the top N
 //! hits' sections, each as `mark_fetch url#anchor` delivers it (the same
 //! function, deduplicated the same way), in what the rows leave of the
 //! result bound. The same rows again in one session (an identical search,
 //! nothing changed, nothing new to read) answer `unchanged` in one line,
 //! like a re-read document.
 
+use crate::crawl::{CrawlWatcher, Unwatched, Waited};
 use crate::dedup::{AnswerKey, Delivery, answer_digest};
 use crate::envelope::ToolText;
 use crate::fetch::{FetchParams, fetch_within};
 use crate::outbox::deliver;
 use crate::paging::cursor_argument;
-use crate::session::Session;
+use crate::session::{Session, passthrough};
 use mark_proto::lookup::{LookupRow, LookupTable, query_words};
-use mark_proto::{Request, Response, Verb};
+use mark_proto::{Request, Response, Status, Verb};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
@@ -102,6 +109,18 @@ const PER_WORD_LIMIT: u32 = 200;
 
 /// Runs a LOOKUP for the session at time `now`.
 pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> ToolText {
+    lookup_watched(session, params, now, &Unwatched).await
+}
+
+/// [`lookup`], telling `watcher` the crawl's progress while a search of a
+/// server without LOOKUP waits for the crawl, and giving up when it is
+/// cancelled (a crawl this call started stops too).
+pub async fn lookup_watched(
+    session: &Session,
+    params: LookupParams,
+    now: Instant,
+    watcher: &dyn CrawlWatcher,
+) -> ToolText {
     let force = params.force;
     let read = match params.read {
         None => DEFAULT_READ,
@@ -126,7 +145,7 @@ pub async fn lookup(session: &Session, params: LookupParams, now: Instant) -> To
         .join("\0"),
         part: String::new(),
     };
-    let (mut found, hits) = match search(session, params, read > 0).await {
+    let (mut found, hits) = match search(session, params, read > 0, now, watcher).await {
         Ok(t) => t,
         Err(t) => return t,
     };
@@ -262,8 +281,6 @@ impl RowCursor {
 struct Found {
     table: LookupTable,
     total: usize,
-    /// The words a row (by `url#anchor`) does not hold, when known.
-    lacks: HashMap<String, Vec<String>>,
 }
 
 /// The rows as text, and the hits themselves in rank order. `reading`:
@@ -272,6 +289,8 @@ async fn search(
     session: &Session,
     params: LookupParams,
     reading: bool,
+    now: Instant,
+    watcher: &dyn CrawlWatcher,
 ) -> Result<(ToolText, Vec<LookupRow>), ToolText> {
     let query = params.query.trim();
     if query.is_empty() {
@@ -324,9 +343,10 @@ async fn search(
         }
         req
     };
-    let resp = session
-        .send_ok(request(query, wanted as u32).with_meta("terms", "any"))
-        .await?;
+    let asked = request(query, wanted as u32)
+        .with_meta("terms", "any")
+        .with_meta("columns", "lacks");
+    let (resp, searched_here) = ask(session, asked, now, watcher).await?;
     let mut found = read_table(&resp)?;
     let several = query != "*" && words.searched.len() > 1;
     if several && resp.meta("terms") != Some("any") {
@@ -345,7 +365,7 @@ async fn search(
         found = merge_any(per_word, wanted);
     }
     let hits: Vec<LookupRow> = found.table.rows.drain(..).skip(offset).collect();
-    let lines = rows(&hits, &found.lacks);
+    let lines = rows(&hits);
     // Whole rows while they fit; the rest are the next cursor's.
     let mut text = String::new();
     let mut shown = 0;
@@ -393,26 +413,103 @@ async fn search(
     // LOOKUP leaves out words under 2 characters: say so, or `phase 5`
     // would look like a search for the fifth phase (`*` has no words).
     let too_short = words.too_short;
+    let notes: Vec<String> = [
+        searched_here,
+        (!too_short.is_empty()).then(|| {
+            format!(
+                "not searched (words under 2 characters): {}",
+                too_short.join(" ")
+            )
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let text = ToolText::new("ok")
         .with("matches", format!("{shown} of {}", found.total.max(next)))
         .with_opt("match", resp.meta("match"))
         .with_text(text)
-        .with_opt(
-            "note",
-            (!too_short.is_empty()).then(|| {
-                format!(
-                    "not searched (words under 2 characters): {}",
-                    too_short.join(" ")
-                )
-            }),
-        );
+        .with_opt("note", (!notes.is_empty()).then(|| notes.join("; ")));
     let mut hits = hits;
     hits.truncate(shown);
-    let objects = hits.iter().map(|r| row_object(r, &found.lacks)).collect();
+    let objects = hits.iter().map(row_object).collect();
     Ok((
         text.with_json("rows", serde_json::Value::Array(objects)),
         hits,
     ))
+}
+
+/// The source's answer to the LOOKUP `req`; for a server without LOOKUP,
+/// the answer over the documents this session crawled, with the note that
+/// says so. Once a server answered so, the session asks it no more.
+async fn ask(
+    session: &Session,
+    req: Request,
+    now: Instant,
+    watcher: &dyn CrawlWatcher,
+) -> Result<(Response, Option<String>), ToolText> {
+    let graph = session.graph();
+    if !graph.searches() {
+        let resp = session.send(req.clone()).await?;
+        if !lacks_lookup(&resp) {
+            return match resp.status {
+                Status::Ok => Ok((resp, None)),
+                _ => Err(passthrough(&resp)),
+            };
+        }
+        graph.enable_search();
+    }
+    // The crawl fills the index. One that ran before the index existed
+    // kept no bodies: crawl again when the index lacks documents the graph has.
+    let waited = graph
+        .start_and_wait(now, graph.search_misses_documents(), watcher)
+        .await;
+    if waited == Waited::Cancelled {
+        return Err(ToolText::error(
+            "lookup was cancelled while it waited for the crawl; call it again to go on",
+        ));
+    }
+    let (resp, searched) = graph
+        .search(&req)
+        .ok_or_else(|| ToolText::error("the session's search index is missing; look up again"))?;
+    if resp.status != Status::Ok {
+        return Err(passthrough(&resp));
+    }
+    Ok((resp, Some(searched_note(session, searched))))
+}
+
+/// What a search over the crawled documents covered: how many, and
+/// whether the crawl behind them read everything the server lists.
+fn searched_note(session: &Session, searched: usize) -> String {
+    let graph = session.graph();
+    let documents = match searched {
+        1 => "the 1 document".to_string(),
+        n => format!("the {n} documents"),
+    };
+    let coverage = graph.coverage();
+    let why = graph.progress().note();
+    if coverage.complete && why.is_none() && !graph.search_misses_documents() {
+        return format!(
+            "this server has no LOOKUP; searched {documents} this session crawled (all it lists)"
+        );
+    }
+    let known = coverage
+        .known
+        .map(|k| format!(" (of ≥{k} known)"))
+        .unwrap_or_default();
+    format!(
+        "this server has no LOOKUP; searched {documents} this session crawled{known}: the crawl was partial{}, so a hit may be missing",
+        why.map(|w| format!(" {w}")).unwrap_or_default()
+    )
+}
+
+/// Whether `resp` is how a server without LOOKUP answers it (a demarkus
+/// server before LOOKUP: `server-error` with the body `bad request`).
+fn lacks_lookup(resp: &Response) -> bool {
+    resp.status == Status::ServerError
+        && String::from_utf8_lossy(&resp.body)
+            .trim()
+            .eq_ignore_ascii_case("bad request")
 }
 
 fn read_table(resp: &Response) -> Result<Found, ToolText> {
@@ -422,11 +519,7 @@ fn read_table(resp: &Response) -> Result<Found, ToolText> {
         .meta("total")
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or(table.rows.len());
-    Ok(Found {
-        table,
-        total,
-        lacks: HashMap::new(),
-    })
+    Ok(Found { table, total })
 }
 
 /// Any-word ranking from one all-words result per word: a row scores the
@@ -466,17 +559,13 @@ fn merge_any(per_word: Vec<(&str, Vec<LookupRow>)>, limit: usize) -> Found {
                 .or_insert((weight, vec![word], row));
         }
     }
-    let mut lacks = HashMap::new();
     let mut rows: Vec<(f64, LookupRow)> = Vec::with_capacity(scored.len());
-    for (target, (score, held, row)) in scored {
-        let lacking: Vec<String> = words
+    for (score, held, mut row) in scored.into_values() {
+        row.lacks = words
             .iter()
             .filter(|w| !held.contains(w))
             .map(|w| w.to_string())
             .collect();
-        if !lacking.is_empty() {
-            lacks.insert(target, lacking);
-        }
         rows.push((score * held.len() as f64, row));
     }
     rows.sort_by(|(sa, a), (sb, b)| {
@@ -490,15 +579,15 @@ fn merge_any(per_word: Vec<(&str, Vec<LookupRow>)>, limit: usize) -> Found {
         table: LookupTable {
             mode,
             rows: rows.into_iter().map(|(_, r)| r).collect(),
+            lacks_column: true,
         },
         total,
-        lacks,
     }
 }
 
 /// One line per row: `url#anchor · Doc › Heading (importance) [tags] ·
 /// lacks: word · snippet`.
-fn rows(rows: &[LookupRow], lacks: &HashMap<String, Vec<String>>) -> Vec<String> {
+fn rows(rows: &[LookupRow]) -> Vec<String> {
     let importance_differs = rows
         .windows(2)
         .any(|w| (w[0].importance - w[1].importance).abs() >= 0.005);
@@ -513,8 +602,8 @@ fn rows(rows: &[LookupRow], lacks: &HashMap<String, Vec<String>>) -> Vec<String>
             if !r.tags.is_empty() && tagged.insert(&r.path) {
                 line.push_str(&format!(" [{}]", r.tags.join(", ")));
             }
-            if let Some(lacking) = lacks.get(&target) {
-                line.push_str(&format!(" · lacks: {}", lacking.join(" ")));
+            if !r.lacks.is_empty() {
+                line.push_str(&format!(" · lacks: {}", r.lacks.join(" ")));
             }
             if let Some(s) = r.snippet.as_deref().filter(|s| !s.is_empty()) {
                 line.push_str(" · ");
@@ -526,17 +615,16 @@ fn rows(rows: &[LookupRow], lacks: &HashMap<String, Vec<String>>) -> Vec<String>
 }
 
 /// A row for `--json`: the fetchable url and each cell as it is.
-fn row_object(r: &LookupRow, lacks: &HashMap<String, Vec<String>>) -> serde_json::Value {
-    let target = r.target();
+fn row_object(r: &LookupRow) -> serde_json::Value {
     let mut object = serde_json::json!({
-        "url": target,
+        "url": r.target(),
         "title": r.title,
         "importance": r.importance,
         "tags": r.tags,
         "snippet": r.snippet,
     });
-    if let Some(lacking) = lacks.get(&target) {
-        object["lacks"] = serde_json::json!(lacking);
+    if !r.lacks.is_empty() {
+        object["lacks"] = serde_json::json!(r.lacks);
     }
     object
 }
@@ -579,14 +667,10 @@ mod tests {
 
     #[test]
     fn rows_are_one_compact_line_each() {
-        let none = HashMap::new();
-        let same = rows(
-            &[
-                row("/a.md", "x", 0.5, &["t"]),
-                row("/a.md", "y", 0.5, &["t"]),
-            ],
-            &none,
-        );
+        let same = rows(&[
+            row("/a.md", "x", 0.5, &["t"]),
+            row("/a.md", "y", 0.5, &["t"]),
+        ]);
         assert_eq!(
             same[0],
             format!("/a.md#x · Doc › Head [t] · {}…", "x".repeat(SNIPPET_CHARS))
@@ -596,14 +680,11 @@ mod tests {
             "tags once, importance only when it differs: {}",
             same[1]
         );
-        let differ = rows(
-            &[row("/a.md", "x", 0.9, &[]), row("/b.md", "y", 0.5, &[])],
-            &none,
-        );
+        let differ = rows(&[row("/a.md", "x", 0.9, &[]), row("/b.md", "y", 0.5, &[])]);
         assert!(differ[0].starts_with("/a.md#x · Doc › Head (0.90) · "));
         let mut long = row("/a.md", "x", 0.5, &[]);
         long.title = "T".repeat(1000);
-        let cut = rows(&[long], &none);
+        let cut = rows(&[long]);
         assert!(
             cut[0].len() <= MAX_ROW_BYTES && cut[0].ends_with('…'),
             "cut, not dropped"
@@ -637,9 +718,12 @@ mod tests {
         let order: Vec<String> = found.table.rows.iter().map(|r| r.target()).collect();
         assert_eq!(order, ["/both.md", "/rare.md", "/c00.md"]);
         assert_eq!(found.total, 22);
-        assert_eq!(found.lacks.get("/both.md"), None, "holds both");
-        assert_eq!(found.lacks["/rare.md"], ["common"]);
-        let lines = rows(&found.table.rows, &found.lacks);
+        let lacks: Vec<Vec<String>> = found.table.rows.iter().map(|r| r.lacks.clone()).collect();
+        assert_eq!(
+            lacks,
+            [vec![], vec!["common".to_string()], vec!["rare".to_string()]]
+        );
+        let lines = rows(&found.table.rows);
         assert_eq!(lines[1], "/rare.md · T · lacks: common");
     }
 }

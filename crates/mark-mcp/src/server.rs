@@ -7,7 +7,7 @@ use crate::explore::{ExploreParams, McpWatcher, explore_watched};
 use crate::fetch::{FetchParams, fetch};
 use crate::hook::ContextReset;
 use crate::list::{ListParams, list};
-use crate::lookup::{LookupParams, lookup};
+use crate::lookup::{LookupParams, lookup_watched};
 use crate::outbox::{DeliveryTransport, Outbox, collect};
 use crate::reasons::{self, Reason, ToolCard};
 use crate::session::Session;
@@ -370,10 +370,14 @@ impl MarkServer {
         Parameters(p): Parameters<LookupParams>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
+        // Over a server without LOOKUP the search waits for the crawl,
+        // watched as a card's wait is.
+        let (cancelled, id) = (ctx.ct.clone(), ctx.id.clone());
+        let watcher = McpWatcher::new(ctx);
         self.read(
-            &ctx.id,
-            ctx.ct.cancelled(),
-            lookup(&self.session, p, Instant::now()),
+            &id,
+            cancelled.cancelled(),
+            lookup_watched(&self.session, p, Instant::now(), &watcher),
         )
         .await
     }

@@ -362,8 +362,13 @@ impl Session {
         match &*outcome {
             Outcome::Doc { doc, weight, stamp } => {
                 // Every document read adds its links to the graph.
-                self.graph
-                    .index(path, doc.identity.etag.as_deref(), &doc.doc, *stamp);
+                self.graph.index(
+                    path,
+                    doc.identity.etag.as_deref(),
+                    &doc.doc,
+                    doc.modified.as_deref(),
+                    *stamp,
+                );
                 Loaded::Doc(lock(&self.cache).insert(path, Arc::clone(doc), *weight, *stamp))
             }
             Outcome::Gone(t) => {

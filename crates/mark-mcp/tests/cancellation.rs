@@ -239,10 +239,27 @@ fn write_tree(root: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_explore_stops_its_crawl() {
+    a_cancelled_call_stops_its_crawl(&[], "mark_explore", json!({"url": "/hub.md"})).await;
+}
+
+/// #13: a lookup on a server without LOOKUP waits for the crawl that fills
+/// its index; cancelled, it stops that crawl as a card does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_lookup_on_a_server_without_lookup_stops_its_crawl() {
+    a_cancelled_call_stops_its_crawl(&["--no-lookup"], "mark_lookup", json!({"query": "hub"}))
+        .await;
+}
+
+/// Calls `tool` with `args` on a session over the generated tree (served
+/// with `--flat` and `server_flags`), a call that waits for the whole
+/// crawl; cancels it once the crawl runs, and checks the crawl stopped
+/// and the session answers the next call at once.
+async fn a_cancelled_call_stops_its_crawl(server_flags: &[&str], tool: &str, args: Value) {
     let tree = tempfile::tempdir().unwrap();
     write_tree(tree.path());
     let total = FOLDERS * PER_FOLDER + 1;
-    let server = Arc::new(MarkServerProcess::start(tree.path(), &["--flat"]).unwrap());
+    let flags: Vec<&str> = ["--flat"].iter().chain(server_flags).copied().collect();
+    let server = Arc::new(MarkServerProcess::start(tree.path(), &flags).unwrap());
     // One crawl request at a time, bounds far beyond the tree, and a card
     // that would wait for the whole crawl: only the cancellation ends it.
     let mut mcp = RawMcp::start(&server.reader_args(&[
@@ -256,8 +273,7 @@ async fn a_cancelled_explore_stops_its_crawl() {
         "30m",
     ]))
     .await;
-    mcp.call_tool(1, "mark_explore", json!({"url": "/hub.md"}))
-        .await;
+    mcp.call_tool(1, tool, args).await;
     // The crawl is running once the server has answered some of its FETCHes;
     // how fast it goes is measured to show that a quiet second means a stop.
     wait_for_fetches(&server, 20).await;

@@ -807,3 +807,15 @@ async fn a_real_large_document_stays_bounded() {
     assert_eq!(got, fs_md);
     mcp.stop().await;
 }
+
+/// #13: over `--root` the in-process engine ranks any-word and each row
+/// says which query words it lacks; words that match nothing are named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_over_a_folder_say_which_words_they_lack() {
+    let dir = support::pier_and_hosts();
+    let mcp = Mcp::start(&root_args(dir.path(), &[])).await;
+    mcp.assert_pier_rows().await;
+    let r = mcp.lookup_body("zebra quokka").await;
+    support::assert_nothing_found(&r, "zebra quokka");
+    mcp.stop().await;
+}

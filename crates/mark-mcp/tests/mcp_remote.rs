@@ -8,7 +8,9 @@ mod support;
 use mark_testkit::MarkServerProcess;
 use serde_json::json;
 use std::time::Duration;
-use support::{Mcp, PublishingServer, fetch_statuses, kb};
+use support::{
+    Mcp, PIER_QUERY, PublishingServer, assert_nothing_found, fetch_statuses, kb, pier_and_hosts,
+};
 
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -16,13 +18,15 @@ const WAIT: Duration = Duration::from_secs(5);
 /// sentinel: requests of one session arrive in order, so everything sent
 /// before it is in the log too).
 async fn sync_log(mcp: &Mcp, server: &MarkServerProcess, seen: &mut usize) {
-    mcp.call("mark_fetch", json!({"url": "/index.md", "force": true}))
+    sync_log_at(mcp, server, "/index.md", seen).await;
+}
+
+/// [`sync_log`] with the sentinel FETCH of `path` (one no crawl reads).
+async fn sync_log_at(mcp: &Mcp, server: &MarkServerProcess, path: &str, seen: &mut usize) {
+    mcp.call("mark_fetch", json!({"url": path, "force": true}))
         .await;
     *seen += 1;
-    assert_eq!(
-        server.wait_for_requests("FETCH", "/index.md", *seen, WAIT),
-        *seen
-    );
+    assert_eq!(server.wait_for_requests("FETCH", path, *seen, WAIT), *seen);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,39 +163,107 @@ async fn remote_cache_dedup_and_writes() {
 /// only some of the words says which it lacks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_all_words_server_gets_one_lookup_per_word_ranked_here() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("pier.md"),
-        "# Pier\n\nPier is the deploy agent.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("hosts.md"),
-        "# Hosts\n\nHosts take their deploy work from a queue.\n",
-    )
-    .unwrap();
+    let dir = pier_and_hosts();
     let server = MarkServerProcess::start(dir.path(), &["--flat", "--all-words-lookup"]).unwrap();
     let mcp = Mcp::start(&server.reader_args(&[])).await;
+    mcp.assert_pier_rows().await;
+    // One LOOKUP answered all-words, then one per word.
+    assert_eq!(server.wait_for_requests("LOOKUP", "/", 4, WAIT), 4);
+    // Words that match nothing are named, with what to try.
+    let r = mcp.lookup_body("zebra quokka").await;
+    assert_nothing_found(&r, "zebra quokka");
+    mcp.stop().await;
+}
+
+/// #13: rows from a server that ranks any-word itself (our own
+/// `mark-server`) say which query words they lack too: mark_lookup asks
+/// for the `Lacks` column (`columns: lacks`), in the one LOOKUP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_from_an_any_word_server_say_which_words_they_lack() {
+    let dir = pier_and_hosts();
+    let server = MarkServerProcess::start(dir.path(), &["--flat"]).unwrap();
+    let mcp = Mcp::start(&server.reader_args(&[])).await;
+    mcp.assert_pier_rows().await;
     let r = mcp
-        .call(
-            "mark_lookup",
-            json!({"query": "pier deploy work", "match": "body", "read": 0}),
-        )
+        .call("mark_lookup", json!({"query": "zebra quokka", "read": 0}))
         .await;
+    assert_nothing_found(&r, "zebra quokka");
+    assert!(
+        r.body().contains(", match=body"),
+        "catalog mode: {}",
+        r.text
+    );
+    assert_eq!(server.wait_for_requests("LOOKUP", "/", 2, WAIT), 2);
+    mcp.stop().await;
+}
+
+/// #13: a server without LOOKUP (`--no-lookup`: `server-error` with the body
+/// `bad request`, as a demarkus server before LOOKUP answers) is searched
+/// here over the documents the session crawled, with mark-store's LOOKUP
+/// code: the hits are found, with what they lack; the note says how many
+/// documents were searched; a second lookup neither asks the server nor
+/// crawls again; words that match nothing are named; and a crawl cut by
+/// its bound says the search was partial.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_lookup_is_searched_over_the_crawled_documents() {
+    let dir = pier_and_hosts();
+    let server = MarkServerProcess::start(dir.path(), &["--flat", "--no-lookup"]).unwrap();
+    let mcp = Mcp::start(&server.reader_args(&[])).await;
+    let r = mcp.assert_pier_rows().await;
     assert_eq!(
-        (r.status(), r.field("match"), r.field("matches")),
-        ("ok", Some("body"), Some("2 of 2")),
+        r.field("note"),
+        Some(
+            "this server has no LOOKUP; searched the 3 documents this session crawled (all it lists)"
+        ),
         "{}",
         r.text
     );
-    let rows: Vec<&str> = r.body().lines().filter(|l| l.starts_with('/')).collect();
-    for row in [
-        "/hosts.md#hosts · Hosts › Hosts · lacks: pier · Hosts take",
-        "/pier.md#pier · Pier › Pier · lacks: work · Pier is",
-    ] {
-        assert!(rows.iter().any(|r| r.starts_with(row)), "{row}: {}", r.text);
-    }
-    // One LOOKUP answered all-words, then one per word.
-    assert_eq!(server.wait_for_requests("LOOKUP", "/", 4, WAIT), 4);
+    let mut sentinel = 0;
+    sync_log_at(&mcp, &server, "/missing.md", &mut sentinel).await;
+    let requests = |server: &MarkServerProcess| {
+        ["LOOKUP", "LIST", "FETCH"].map(|verb| {
+            server
+                .requests_seen()
+                .iter()
+                .filter(|r| r.verb == verb)
+                .count()
+        })
+    };
+    let before = requests(&server);
+    assert_eq!(before[0], 1, "the server was asked once");
+    // A second lookup: no LOOKUP, no crawl; a catalog row by title.
+    let r = mcp
+        .call("mark_lookup", json!({"query": "hosts", "read": 0}))
+        .await;
+    assert_eq!(r.field("matches"), Some("1 of 1"), "{}", r.text);
+    assert!(r.body().starts_with("/hosts.md · Hosts\n"), "{}", r.text);
+    let r = mcp.lookup_body("zebra quokka").await;
+    assert_nothing_found(&r, "zebra quokka");
+    assert!(
+        r.field("note")
+            .is_some_and(|n| n.contains("searched the 3 documents")),
+        "{}",
+        r.text
+    );
+    sync_log_at(&mcp, &server, "/missing.md", &mut sentinel).await;
+    let after = requests(&server);
+    assert_eq!(
+        (after[0], after[1], after[2]),
+        (before[0], before[1], before[2] + 1),
+        "one more FETCH, the log sentinel's"
+    );
+    mcp.stop().await;
+
+    // A crawl stopped at its document bound: the note says what was
+    // searched and why it is partial.
+    let mcp = Mcp::start(&server.reader_args(&["--crawl-docs", "1"])).await;
+    let r = mcp.lookup_body(PIER_QUERY).await;
+    assert_eq!(r.status(), "ok", "{}", r.text);
+    let note = r.field("note").unwrap_or_default();
+    assert!(
+        note.starts_with("this server has no LOOKUP; searched the 1 document this session crawled (of ≥3 known): the crawl was partial (crawl stopped: document limit (1) reached), so a hit may be missing"),
+        "{}",
+        r.text
+    );
     mcp.stop().await;
 }

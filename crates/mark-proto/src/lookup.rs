@@ -1,7 +1,9 @@
 //! LOOKUP bodies: a markdown table of matches,
 //! `| Path | Importance | Title | Tags |`, with a `Snippet` column added in
 //! body mode, where rows may point at sections (`/doc.md#anchor`, title
-//! `Doc › Heading`).
+//! `Doc › Heading`). A last `Lacks` column (ours, written only when the
+//! request asks `columns: lacks`, so clients that never ask never see it)
+//! names the query words a row does not hold.
 //!
 //! Written as the reference server writes it: cells escape `\` and the
 //! markdown specials `` [ ] ( ) * _ ` ~ # | `` with backslashes; the anchor
@@ -16,6 +18,7 @@
 //! let table = LookupTable {
 //!     mode: MatchMode::Catalog,
 //!     rows: vec![LookupRow::document("/a.md", 0.5, "A | B", vec!["x".into()])],
+//!     lacks_column: false,
 //! };
 //! let body = lookup::write(&table);
 //! assert_eq!(body, "| Path | Importance | Title | Tags |\n|------|------------|-------|------|\n| /a.md | 0.50 | A \\| B | x |\n");
@@ -126,6 +129,9 @@ pub struct LookupRow {
     pub tags: Vec<String>,
     /// The matching text (body mode only).
     pub snippet: Option<String>,
+    /// The query words this row does not hold, from the `Lacks` column;
+    /// empty when it holds them all or the table has no such column.
+    pub lacks: Vec<String>,
 }
 
 impl LookupRow {
@@ -143,6 +149,7 @@ impl LookupRow {
             title: title.into(),
             tags,
             snippet: None,
+            lacks: Vec::new(),
         }
     }
 
@@ -162,6 +169,8 @@ pub struct LookupTable {
     pub mode: MatchMode,
     /// The rows, best first.
     pub rows: Vec<LookupRow>,
+    /// Whether the table has the `Lacks` column (asked with `columns: lacks`).
+    pub lacks_column: bool,
 }
 
 /// Writes a LOOKUP table: header, separator, one line per row.
@@ -170,6 +179,9 @@ pub fn write(table: &LookupTable) -> String {
     let mut columns = CATALOG_COLUMNS.to_vec();
     if body_mode {
         columns.push("Snippet");
+    }
+    if table.lacks_column {
+        columns.push("Lacks");
     }
     let separator: String = columns
         .iter()
@@ -192,6 +204,9 @@ pub fn write(table: &LookupTable) -> String {
         ];
         if body_mode {
             cells.push(cell(row.snippet.as_deref().unwrap_or("")));
+        }
+        if table.lacks_column {
+            cells.push(cell(&row.lacks.join(" ")));
         }
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
@@ -222,23 +237,16 @@ pub fn parse(body: &[u8]) -> Result<LookupTable, WireError> {
         .iter()
         .map(|c| unescape(c).to_ascii_lowercase())
         .collect();
-    let mode = match names
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["path", "importance", "title", "tags"] => MatchMode::Catalog,
-        ["path", "importance", "title", "tags", "snippet"] => MatchMode::Body,
-        _ => {
-            return Err(bad_body(
-                WHAT,
-                format!(
-                    "the header is not `| Path | Importance | Title | Tags |`: `{}`",
-                    excerpt(header)
-                ),
-            ));
-        }
+    let known: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (mode, lacks_column) = match known.as_slice() {
+        ["path", "importance", "title", "tags", rest @ ..] => match rest {
+            [] => (MatchMode::Catalog, false),
+            ["lacks"] => (MatchMode::Catalog, true),
+            ["snippet"] => (MatchMode::Body, false),
+            ["snippet", "lacks"] => (MatchMode::Body, true),
+            _ => return Err(bad_header(header)),
+        },
+        _ => return Err(bad_header(header)),
     };
     match lines.next() {
         Some((_, sep)) if is_separator(sep) => {}
@@ -267,13 +275,28 @@ pub fn parse(body: &[u8]) -> Result<LookupTable, WireError> {
                 )
             })?;
         rows.push(
-            parse_row(mode, &cells).map_err(|why| bad_body(WHAT, format!("line {n}: {why}")))?,
+            parse_row(mode, lacks_column, &cells)
+                .map_err(|why| bad_body(WHAT, format!("line {n}: {why}")))?,
         );
     }
-    Ok(LookupTable { mode, rows })
+    Ok(LookupTable {
+        mode,
+        rows,
+        lacks_column,
+    })
 }
 
-fn parse_row(mode: MatchMode, cells: &[&str]) -> Result<LookupRow, String> {
+fn bad_header(header: &str) -> WireError {
+    bad_body(
+        WHAT,
+        format!(
+            "the header is not `| Path | Importance | Title | Tags |`: `{}`",
+            excerpt(header)
+        ),
+    )
+}
+
+fn parse_row(mode: MatchMode, lacks_column: bool, cells: &[&str]) -> Result<LookupRow, String> {
     let (path, anchor) = match rsplit_unescaped(cells[0], '#') {
         Some((p, a)) if !a.is_empty() => (unescape(p), Some(unescape(a))),
         _ => (unescape(cells[0]), None),
@@ -301,6 +324,13 @@ fn parse_row(mode: MatchMode, cells: &[&str]) -> Result<LookupRow, String> {
         title: unescape(cells[2]),
         tags,
         snippet: (mode == MatchMode::Body).then(|| unescape(cells[4])),
+        lacks: match cells.last() {
+            Some(last) if lacks_column => unescape(last)
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
+            _ => Vec::new(),
+        },
     })
 }
 
@@ -366,6 +396,7 @@ mod tests {
                 LookupRow::document("/a.md", 1.0, "Alpha", vec!["x".into(), "y z".into()]),
                 LookupRow::document("/b_c.md", 0.333, "B* (draft) #1 ~x~", vec![]),
             ],
+            lacks_column: false,
         };
         assert_eq!(
             write(&table),
@@ -420,12 +451,14 @@ mod tests {
                     title: "Doc › Set up".into(),
                     tags: vec![],
                     snippet: Some("run `make` | then\nrest".into()),
+                    lacks: vec![],
                 },
                 LookupRow {
                     snippet: Some(String::new()),
                     ..LookupRow::document("/whole.md", 0.0, "Whole", vec!["t".into()])
                 },
             ],
+            lacks_column: false,
         };
         let body = write(&table);
         assert_eq!(
@@ -452,6 +485,7 @@ mod tests {
                 snippet: Some(r"a\b".into()),
                 ..LookupRow::document("/c#|d.md", 0.5, r"C:\dir", vec![r"\".into()])
             }],
+            lacks_column: false,
         };
         let body = write(&table);
         assert!(
@@ -459,6 +493,48 @@ mod tests {
             "{body}"
         );
         assert_eq!(parse(body.as_bytes()).unwrap(), table);
+    }
+
+    #[test]
+    fn the_lacks_column_names_the_words_a_row_does_not_hold() {
+        let table = LookupTable {
+            mode: MatchMode::Body,
+            rows: vec![
+                LookupRow {
+                    anchor: Some("hosts".into()),
+                    snippet: Some("Hosts take work.".into()),
+                    lacks: vec!["pier".into(), "deploy_id".into()],
+                    ..LookupRow::document("/hosts.md", 0.5, "Hosts", vec![])
+                },
+                LookupRow {
+                    snippet: Some(String::new()),
+                    ..LookupRow::document("/pier.md", 0.5, "Pier", vec![])
+                },
+            ],
+            lacks_column: true,
+        };
+        let body = write(&table);
+        assert!(
+            body.starts_with("| Path | Importance | Title | Tags | Snippet | Lacks |\n"),
+            "{body}"
+        );
+        assert!(
+            body.contains("| Hosts take work. | pier deploy\\_id |\n"),
+            "{body}"
+        );
+        assert_eq!(parse(body.as_bytes()).unwrap(), table);
+        let catalog = "| Path | Importance | Title | Tags | Lacks |\n|---|---|---|---|---|\n| /a.md | 0.50 | A |  | pier |\n";
+        let parsed = parse(catalog.as_bytes()).unwrap();
+        assert_eq!(
+            (
+                parsed.mode,
+                parsed.lacks_column,
+                parsed.rows[0].lacks.clone()
+            ),
+            (MatchMode::Catalog, true, vec!["pier".to_string()])
+        );
+        let unknown = "| Path | Importance | Title | Tags | Score |\n|---|---|---|---|---|\n";
+        assert!(parse(unknown.as_bytes()).is_err(), "an unknown column");
     }
 
     #[test]

@@ -153,6 +153,7 @@ proptest! {
     #[test]
     fn lookup_tables_round_trip(
         body_mode in any::<bool>(),
+        lacks_column in any::<bool>(),
         rows in prop::collection::vec((
             "/[^\\s\\p{Cc}]{0,30}",
             prop::option::of("[a-z0-9_-]{1,20}"),
@@ -160,21 +161,23 @@ proptest! {
             cell_text(40),
             prop::collection::vec(cell_text(12).prop_filter("a tag is non-empty and holds no comma", |t| !t.is_empty() && !t.contains(',')), 0..4),
             cell_text(80),
+            prop::collection::vec("[a-z0-9_]{2,10}", 0..3),
         ), 0..6),
     ) {
         let mode = if body_mode { MatchMode::Body } else { MatchMode::Catalog };
         let rows: Vec<LookupRow> = rows
             .into_iter()
-            .map(|(path, anchor, hundredths, title, tags, snippet)| LookupRow {
+            .map(|(path, anchor, hundredths, title, tags, snippet, lacks)| LookupRow {
                 path,
                 anchor,
                 importance: f64::from(hundredths) / 100.0,
                 title,
                 tags,
                 snippet: body_mode.then_some(snippet),
+                lacks: if lacks_column { lacks } else { Vec::new() },
             })
             .collect();
-        let table = LookupTable { mode, rows };
+        let table = LookupTable { mode, rows, lacks_column };
         prop_assert_eq!(lookup::parse(lookup::write(&table).as_bytes()).unwrap(), table);
     }
 

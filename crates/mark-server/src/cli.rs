@@ -75,6 +75,10 @@ struct ServeArgs {
     /// `terms: any`): the key is not read and not echoed.
     #[arg(long, hide = true)]
     all_words_lookup: bool,
+    /// Test mode: answer LOOKUP as servers from before LOOKUP (a March
+    /// 2026 demarkus server): `server-error` with the body `bad request`.
+    #[arg(long, hide = true, conflicts_with = "all_words_lookup")]
+    no_lookup: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -245,17 +249,27 @@ fn list_unpaged(
 }
 
 /// LOOKUP as an all-words server answers it (`--all-words-lookup`): `terms`
-/// is not read, and not echoed.
+/// and `columns` are not read, and not echoed.
 fn lookup_all_words(
     engine: &Engine,
     request: &mark_proto::Request,
     now: SystemTime,
 ) -> mark_proto::Response {
     let mut request = request.clone();
-    request.metadata.remove("terms");
+    for ours in ["terms", "columns"] {
+        request.metadata.remove(ours);
+    }
     let mut response = engine.handle(&request, now);
-    response.metadata.remove("terms");
+    for ours in ["terms", "columns"] {
+        response.metadata.remove(ours);
+    }
     response
+}
+
+/// LOOKUP as a server without it answers (`--no-lookup`): the unknown verb
+/// is a `server-error` whose whole body is `bad request`.
+fn lookup_unknown() -> mark_proto::Response {
+    mark_proto::Response::new(mark_proto::Status::ServerError).with_body("bad request")
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -285,10 +299,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_connections: args.max_connections,
         max_streams: args.max_streams,
     };
-    let (unpaged_list, all_words_lookup) = (args.unpaged_list, args.all_words_lookup);
+    let (unpaged_list, all_words_lookup, no_lookup) =
+        (args.unpaged_list, args.all_words_lookup, args.no_lookup);
     let handler: Handler = Arc::new(move |request, now| {
         if unpaged_list && request.verb == mark_proto::Verb::List {
             return list_unpaged(&engine, request, now);
+        }
+        if no_lookup && request.verb == mark_proto::Verb::Lookup {
+            return lookup_unknown();
         }
         if all_words_lookup && request.verb == mark_proto::Verb::Lookup {
             return lookup_all_words(&engine, request, now);

@@ -60,7 +60,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn not_found(what: &str) -> Response {
+pub(crate) fn not_found(what: &str) -> Response {
     Response::error(
         Status::NotFound,
         "Not found",
@@ -68,7 +68,7 @@ fn not_found(what: &str) -> Response {
     )
 }
 
-fn bad_request(message: &str) -> Response {
+pub(crate) fn bad_request(message: &str) -> Response {
     Response::error(Status::BadRequest, "Bad request", message)
 }
 
@@ -76,7 +76,7 @@ fn not_permitted(message: &str) -> Response {
     Response::error(Status::NotPermitted, "Not permitted", message)
 }
 
-fn server_error(e: &std::io::Error) -> Response {
+pub(crate) fn server_error(e: &std::io::Error) -> Response {
     tracing::error!(error = %e, "store failure");
     Response::error(
         Status::ServerError,

@@ -85,6 +85,8 @@ pub struct LookupQuery {
     pub mode: MatchMode,
     /// `terms: any`: a row needs one of the words, not all.
     pub any: bool,
+    /// `columns: lacks`: each row names the query words it does not hold.
+    pub lacks: bool,
 }
 
 impl LookupQuery {
@@ -108,13 +110,7 @@ impl LookupQuery {
             Terms::Words(words)
         };
         let mut filters = Vec::new();
-        for clause in meta
-            .get("filter")
-            .unwrap_or("")
-            .split(',')
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-        {
+        for clause in entries(meta, "filter") {
             let (key, value) = clause
                 .split_once('=')
                 .map(|(k, v)| (k.trim(), v.trim()))
@@ -157,14 +153,35 @@ impl LookupQuery {
             Some("any") => true,
             Some(t) => return Err(format!("`terms: {t}` must be all or any.")),
         };
+        let mut lacks = false;
+        for column in entries(meta, "columns") {
+            match column {
+                "lacks" => lacks = true,
+                _ => {
+                    return Err(format!(
+                        "`columns: {column}` names no optional column; the one there is: lacks."
+                    ));
+                }
+            }
+        }
         Ok(LookupQuery {
             terms,
             filters,
             limit,
             mode,
             any,
+            lacks,
         })
     }
+}
+
+/// The comma-separated entries of metadata `key`, trimmed, blanks left out.
+fn entries<'m>(meta: &'m Metadata, key: &str) -> impl Iterator<Item = &'m str> {
+    meta.get(key)
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
 }
 
 /// What LOOKUP keeps of one section outside the text index.
@@ -189,7 +206,8 @@ struct IndexedDoc {
     title: String,
     tags: Vec<String>,
     importance: f64,
-    modified: i64,
+    /// Unix seconds; `None` when not known (a modified filter leaves it out).
+    modified: Option<i64>,
     content_hash: String,
     /// The catalog row's key.
     ord: u64,
@@ -328,8 +346,8 @@ pub(crate) struct LookupResult {
 }
 
 impl LookupResult {
-    /// `ok` with `matches: N`, `total: N` (and `match: body`, `terms: any`
-    /// when asked) and the table.
+    /// `ok` with `matches: N`, `total: N` (and `match: body`, `terms: any`,
+    /// `columns: lacks` when asked) and the table.
     pub(crate) fn into_response(self, query: &LookupQuery) -> Response {
         let mut resp = Response::new(Status::Ok)
             .with_meta("matches", self.rows.len().to_string())
@@ -340,9 +358,13 @@ impl LookupResult {
         if query.any {
             resp = resp.with_meta("terms", "any");
         }
+        if query.lacks {
+            resp = resp.with_meta("columns", "lacks");
+        }
         resp.with_body(mark_proto::lookup::write(&LookupTable {
             mode: query.mode,
             rows: self.rows,
+            lacks_column: query.lacks,
         }))
     }
 }
@@ -489,7 +511,26 @@ impl Catalog {
             }
         };
         let source = String::from_utf8_lossy(snap.body());
-        let parsed = parse_document(path, &source);
+        self.insert(
+            path,
+            stamp,
+            &source,
+            Some(snap.modified),
+            snap.content_hash(),
+        )
+    }
+
+    /// Indexes one document's served body, replacing what was held for it.
+    fn insert(
+        &mut self,
+        path: &SafePath,
+        stamp: Stamp,
+        source: &str,
+        modified: Option<i64>,
+        content_hash: String,
+    ) -> io::Result<()> {
+        self.forget(path)?;
+        let parsed = parse_document(path, source);
         let encoded = path.encoded();
         let meta_text = format!("{} {}", parsed.title, parsed.tags.join(" "));
         let doc_ord = self.take_ord(path, None);
@@ -534,8 +575,8 @@ impl Catalog {
                 title: parsed.title,
                 tags: parsed.tags,
                 importance: parsed.importance,
-                modified: snap.modified,
-                content_hash: snap.content_hash(),
+                modified,
+                content_hash,
                 ord: doc_ord,
                 sections,
             },
@@ -569,6 +610,16 @@ impl Catalog {
         now: SystemTime,
     ) -> io::Result<LookupResult> {
         self.recheck_if_due(store, now)?;
+        self.search_indexed(scope, query, readable)
+    }
+
+    /// Runs `query` over what the index holds now.
+    fn search_indexed(
+        &mut self,
+        scope: &SafePath,
+        query: &LookupQuery,
+        readable: &dyn Fn(&SafePath) -> bool,
+    ) -> io::Result<LookupResult> {
         let index = self.index()?;
         let searcher = index.searcher()?;
         let mut allowed: HashMap<SafePath, bool> = HashMap::new();
@@ -690,30 +741,130 @@ impl Catalog {
             .index
             .as_ref()
             .ok_or_else(|| io::Error::other("search index missing"))?;
-        Ok(LookupResult {
-            total,
-            rows: rows
-                .into_iter()
-                .map(|(c, mut row)| {
-                    if query.mode == MatchMode::Body {
-                        let text = c
-                            .address
-                            .map(|a| index.section_text(&searcher, a))
-                            .unwrap_or_default();
-                        row.snippet = Some(snippet(&text, &query.terms));
-                    }
-                    row
-                })
-                .collect(),
-        })
+        let mut shown = Vec::with_capacity(rows.len());
+        for (c, mut row) in rows {
+            if query.mode == MatchMode::Body {
+                let text = c
+                    .address
+                    .map(|a| index.section_text(&searcher, a))
+                    .unwrap_or_default();
+                row.snippet = Some(snippet(&text, &query.terms));
+            }
+            // Only a section row can lack a word: a catalog row holds them all.
+            if let (true, Terms::Words(words), Some(address)) =
+                (query.lacks, &query.terms, c.address)
+            {
+                let held = index.held_words(&searcher, address, words)?;
+                row.lacks = words
+                    .iter()
+                    .zip(held)
+                    .filter(|(_, held)| !held)
+                    .map(|(w, _)| w.clone())
+                    .collect();
+            }
+            shown.push(row);
+        }
+        Ok(LookupResult { total, rows: shown })
+    }
+}
+
+/// LOOKUP over documents handed to it rather than read from a store: the
+/// same parsing, index and ranking as the engine's, for a client that
+/// searches what it fetched itself (mark-mcp over a server without LOOKUP).
+/// It holds what was inserted until it is removed, nothing else.
+///
+/// ```
+/// use mark_proto::{Request, Status, Verb};
+/// let mut index = mark_store::lookup::DocumentIndex::new();
+/// index.insert("/pier.md", b"# Pier\n\nPier deploys.\n", None).unwrap();
+/// let found = index.lookup(&Request::new(Verb::Lookup, "/").with_meta("query", "deploys"));
+/// assert_eq!((found.status, found.meta("matches")), (Status::Ok, Some("1")));
+/// ```
+#[derive(Debug, Default)]
+pub struct DocumentIndex {
+    catalog: Catalog,
+}
+
+impl DocumentIndex {
+    /// An empty index (the tantivy index is built at the first insert).
+    pub fn new() -> DocumentIndex {
+        DocumentIndex::default()
+    }
+
+    /// Indexes the document at `path` (a request path, `/notes/a%20b.md`)
+    /// with its body as served and its `modified` metadata (RFC 3339 or a
+    /// date; `None`: unknown, so a `modified-…` filter leaves it out),
+    /// replacing what was held for it. A body that is not UTF-8 is read
+    /// lossily, as the engine reads one.
+    pub fn insert(&mut self, path: &str, body: &[u8], modified: Option<&str>) -> io::Result<()> {
+        let path = SafePath::parse(path)
+            .filter(|p| !p.is_dir_form())
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("`{path}` is not a document path"),
+                )
+            })?;
+        let stamp = Stamp {
+            version: 1,
+            archived: false,
+            len: body.len() as u64,
+            mtime_ns: 0,
+        };
+        let hash = format!("sha256-{}", crate::versioned::sha256_hex(body));
+        let modified = modified.and_then(parse_time_or_date);
+        self.catalog
+            .insert(&path, stamp, &String::from_utf8_lossy(body), modified, hash)
+    }
+
+    /// Forgets the document at `path`.
+    pub fn remove(&mut self, path: &str) -> io::Result<()> {
+        match SafePath::parse(path) {
+            Some(path) => self.catalog.forget(&path),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the document at `path` is held.
+    pub fn contains(&self, path: &str) -> bool {
+        SafePath::parse(path).is_some_and(|p| self.catalog.docs.contains_key(&p))
+    }
+
+    /// Documents held.
+    pub fn len(&self) -> usize {
+        self.catalog.docs.len()
+    }
+
+    /// Whether no document is held.
+    pub fn is_empty(&self) -> bool {
+        self.catalog.docs.is_empty()
+    }
+
+    /// Answers a LOOKUP request (scope = its path) as the engine would:
+    /// `ok` with the table, or `bad-request` naming what is wrong.
+    pub fn lookup(&mut self, request: &mark_proto::Request) -> Response {
+        let Some(scope) = SafePath::parse(&request.path) else {
+            return crate::engine::not_found(&request.path);
+        };
+        let query = match LookupQuery::from_metadata(&request.metadata) {
+            Ok(q) => q,
+            Err(why) => return crate::engine::bad_request(&why),
+        };
+        match self
+            .catalog
+            .search_indexed(&scope, &query, &|_: &SafePath| true)
+        {
+            Ok(found) => found.into_response(&query),
+            Err(e) => crate::engine::server_error(&e),
+        }
     }
 }
 
 fn passes(doc: &IndexedDoc, filters: &[Filter]) -> bool {
     filters.iter().all(|f| match f {
         Filter::Tag(tag) => doc.tags.iter().any(|t| t.to_lowercase() == *tag),
-        Filter::ModifiedAfter(t) => doc.modified > *t,
-        Filter::ModifiedBefore(t) => doc.modified < *t,
+        Filter::ModifiedAfter(t) => doc.modified.is_some_and(|m| m > *t),
+        Filter::ModifiedBefore(t) => doc.modified.is_some_and(|m| m < *t),
     })
 }
 

@@ -19,6 +19,7 @@
 use mark_proto::lookup::word_spans;
 use std::collections::HashSet;
 use std::io;
+use tantivy::DocSet;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::Column;
 use tantivy::indexer::IndexWriterOptions;
@@ -447,6 +448,48 @@ impl TextIndex {
         searcher.search(&query, &AllHits).map_err(io_error)
     }
 
+    /// Which of `words` the section hit at `address` holds, in its text,
+    /// headings, title or tags, exactly or by its English stem (as an
+    /// any-word search matches): the per-row check behind a row's `lacks`.
+    /// One posting lookup per word and field, so it costs only the rows
+    /// shown, never the whole result.
+    pub(crate) fn held_words(
+        &self,
+        searcher: &Searcher,
+        address: DocAddress,
+        words: &[String],
+    ) -> io::Result<Vec<bool>> {
+        let f = self.fields;
+        let segment = searcher.segment_reader(address.segment_ord);
+        let doc = address.doc_id;
+        let mut fields = Vec::with_capacity(8);
+        for pair in [f.title, f.heading, f.trail, f.text] {
+            for (field, stemmed) in [(pair.exact, false), (pair.stemmed, true)] {
+                let postings = segment.inverted_index(field).map_err(io_error)?;
+                fields.push((field, postings, stemmed));
+            }
+        }
+        words
+            .iter()
+            .map(|w| {
+                let stem = self.stem(w);
+                for (field, postings, stemmed) in &fields {
+                    let text = if *stemmed { &stem } else { w };
+                    let term = Term::from_field_text(*field, text);
+                    if let Some(mut docs) = postings.read_postings(&term, IndexRecordOption::Basic)?
+                        // A posting list starts at its first document; one
+                        // past `doc` cannot hold it (and seeking back is not allowed).
+                        && docs.doc() <= doc
+                        && docs.seek(doc) == doc
+                    {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            })
+            .collect()
+    }
+
     /// Every section (`*` in body mode), unscored.
     pub(crate) fn all_sections(&mut self, searcher: &Searcher) -> io::Result<Vec<Hit>> {
         searcher
@@ -563,5 +606,38 @@ mod tests {
             .hits;
         any.sort_by(|a, b| b.score.total_cmp(&a.score));
         assert_eq!(any.iter().map(|h| h.ord).collect::<Vec<_>>(), [2, 1]);
+    }
+
+    #[test]
+    fn held_words_are_checked_per_row_in_every_field_and_form() {
+        let mut index = TextIndex::new().unwrap();
+        for (ord, heading, text) in [
+            (1, "Pier", "Pier deploys callbacks."),
+            (2, "Hosts", "Hosts take work."),
+        ] {
+            index
+                .add_section(&SectionEntry {
+                    ord,
+                    path: "/a.md",
+                    title: "Harbour ops",
+                    heading,
+                    trail: "",
+                    text,
+                })
+                .unwrap();
+        }
+        let searcher = index.searcher().unwrap();
+        let query = words(&["pier", "callback", "harbour", "work"]);
+        let found = index.sections(&searcher, &query, true).unwrap();
+        let held = |ord: u64| {
+            let hit = found.hits.iter().find(|h| h.ord == ord).unwrap();
+            index.held_words(&searcher, hit.address, &query).unwrap()
+        };
+        assert_eq!(held(1), [true, true, true, false], "callbacks by its stem");
+        assert_eq!(
+            held(2),
+            [false, false, true, true],
+            "harbour from the title"
+        );
     }
 }

@@ -504,3 +504,136 @@ fn a_nested_section_s_row_names_the_headings_above_it() {
     let t = table(&lookup(&s, "/", &[("query", "replay"), ("match", "body")]));
     assert_eq!(t.rows[0].title, "Roadmap › Phase 2 — Replay");
 }
+
+const PIER: &str = "# Pier\n\nPier is the deploy agent.\n";
+const HOSTS: &str = "# Hosts\n\nHosts take their deploy work from a queue.\n";
+
+/// #13: asked `columns: lacks`, each row of an any-word LOOKUP names the
+/// query words it does not hold (a `Lacks` column); not asked, the table
+/// is the one every client knows.
+#[test]
+fn any_word_rows_name_the_words_they_lack_when_asked() {
+    let s = Store::new();
+    ok(&s.publish("/pier.md", PIER));
+    ok(&s.publish("/hosts.md", HOSTS));
+    let ask = |extra: &[(&str, &str)]| {
+        let mut meta = vec![
+            ("query", "pier deploy work"),
+            ("match", "body"),
+            ("terms", "any"),
+        ];
+        meta.extend_from_slice(extra);
+        lookup(&s, "/", &meta)
+    };
+    let plain = ask(&[]);
+    assert_eq!(plain.meta("columns"), None);
+    assert!(!table(&plain).lacks_column);
+    assert!(!String::from_utf8_lossy(&plain.body).contains("Lacks"));
+    let r = ask(&[("columns", "lacks")]);
+    assert_eq!(r.meta("columns"), Some("lacks"), "echoed");
+    let t = table(&r);
+    assert!(t.lacks_column);
+    let mut lacks: Vec<(String, Vec<String>)> = t
+        .rows
+        .iter()
+        .map(|row| (row.target(), row.lacks.clone()))
+        .collect();
+    lacks.sort();
+    assert_eq!(
+        lacks,
+        [
+            ("/hosts.md#hosts".to_string(), vec!["pier".to_string()]),
+            ("/pier.md#pier".to_string(), vec!["work".to_string()]),
+        ]
+    );
+    // All-words rows hold every word: the column is there, empty.
+    let all = lookup(
+        &s,
+        "/",
+        &[("query", "deploy"), ("match", "body"), ("columns", "lacks")],
+    );
+    assert!(table(&all).rows.iter().all(|row| row.lacks.is_empty()));
+    let bad = lookup(&s, "/", &[("query", "pier"), ("columns", "score")]);
+    assert_eq!(bad.status, Status::BadRequest);
+    assert!(
+        bad.error_message().contains("`columns: score`"),
+        "{}",
+        bad.error_message()
+    );
+}
+
+/// #13: the index a client builds from documents it fetched answers as
+/// the engine does over the same documents (one parser, index and ranking).
+#[test]
+fn a_document_index_answers_as_the_engine_does() {
+    let s = store();
+    ok(&s.publish("/pier.md", PIER));
+    ok(&s.publish("/hosts.md", HOSTS));
+    let mut index = mark_store::lookup::DocumentIndex::new();
+    for path in [
+        "/guide/rust.md",
+        "/notes/quic.md",
+        "/notes/misc.md",
+        "/pier.md",
+        "/hosts.md",
+    ] {
+        let fetched = s.fetch(path);
+        index
+            .insert(path, &fetched.body, fetched.meta("modified"))
+            .unwrap();
+    }
+    assert_eq!(index.len(), 5);
+    let queries: [&[(&str, &str)]; 5] = [
+        &[("query", "rust")],
+        &[
+            ("query", "quic rust"),
+            ("match", "body"),
+            ("terms", "any"),
+            ("columns", "lacks"),
+        ],
+        &[("query", "*"), ("filter", "tag=network")],
+        &[
+            ("query", "deploy"),
+            ("match", "body"),
+            ("filter", "modified-after=2000-01-01"),
+        ],
+        &[("query", "work"), ("match", "body")],
+    ];
+    for (scope, meta) in ["/", "/notes"]
+        .iter()
+        .flat_map(|s| queries.iter().map(move |q| (*s, *q)))
+    {
+        let mut req = Request::new(Verb::Lookup, scope);
+        for (k, v) in meta {
+            req = req.with_meta(*k, *v);
+        }
+        let engine = s.handle(req.clone());
+        let client = index.lookup(&req);
+        assert_eq!(
+            (
+                client.status,
+                &client.metadata,
+                String::from_utf8_lossy(&client.body)
+            ),
+            (
+                engine.status,
+                &engine.metadata,
+                String::from_utf8_lossy(&engine.body)
+            ),
+            "{scope} {meta:?}"
+        );
+    }
+    // Replaced and removed documents are found by their new text, or not at all.
+    index
+        .insert("/pier.md", b"# Pier\n\nPier is gone.\n", None)
+        .unwrap();
+    let deploy = Request::new(Verb::Lookup, "/")
+        .with_meta("query", "deploy")
+        .with_meta("match", "body");
+    assert_eq!(targets(&index.lookup(&deploy)), ["/hosts.md#hosts"]);
+    index.remove("/hosts.md").unwrap();
+    assert!(targets(&index.lookup(&deploy)).is_empty());
+    assert!(!index.contains("/hosts.md") && index.contains("/pier.md"));
+    let bad = index.lookup(&Request::new(Verb::Lookup, "/").with_meta("query", "a"));
+    assert_eq!(bad.status, Status::BadRequest);
+}

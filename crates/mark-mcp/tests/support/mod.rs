@@ -76,6 +76,73 @@ pub fn copy_kb() -> tempfile::TempDir {
     dir
 }
 
+/// A folder where no section holds every word of [`PIER_QUERY`]:
+/// `/pier.md` lacks `work`, `/hosts.md` lacks `pier`; `/index.md` holds none.
+pub fn pier_and_hosts() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [
+        ("pier.md", "# Pier\n\nPier is the deploy agent.\n"),
+        (
+            "hosts.md",
+            "# Hosts\n\nHosts take their deploy work from a queue.\n",
+        ),
+        ("index.md", "# Index\n\nThe notes of the harbour.\n"),
+    ] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    dir
+}
+
+/// The query of the any-word cases over [`pier_and_hosts`].
+pub const PIER_QUERY: &str = "pier deploy work";
+
+/// How each row of a body lookup of [`PIER_QUERY`] over [`pier_and_hosts`]
+/// starts, in any order: each says which word it lacks.
+pub const PIER_ROWS: [&str; 2] = [
+    "/hosts.md#hosts · Hosts › Hosts · lacks: pier · Hosts take",
+    "/pier.md#pier · Pier › Pier · lacks: work · Pier is",
+];
+
+/// The `/…` rows of a lookup result, in order.
+pub fn lookup_rows(reply: &Reply) -> Vec<&str> {
+    reply
+        .body()
+        .lines()
+        .filter(|l| l.starts_with('/'))
+        .collect()
+}
+
+/// Asserts that `reply` holds one row starting with each of `rows`.
+pub fn assert_rows_start(reply: &Reply, rows: &[&str]) {
+    let shown = lookup_rows(reply);
+    assert_eq!(shown.len(), rows.len(), "{}", reply.text);
+    for row in rows {
+        assert!(
+            shown.iter().any(|r| r.starts_with(row)),
+            "{row}: {}",
+            reply.text
+        );
+    }
+}
+
+/// Asserts that `reply` is a lookup that found nothing and says which
+/// words it searched and what to try.
+pub fn assert_nothing_found(reply: &Reply, words: &str) {
+    assert_eq!(
+        (reply.status(), reply.field("matches")),
+        ("ok", Some("0 of 0")),
+        "{}",
+        reply.text
+    );
+    assert!(
+        reply.body().contains(&format!(
+            "nothing holds any of: {words}; try other or fewer words"
+        )),
+        "{}",
+        reply.text
+    );
+}
+
 /// A real `mark-server` on 127.0.0.1 serving a versioned copy of `src`,
 /// started with `args`; the copy lives as long as the returned store.
 pub fn serve_copy_of<S: AsRef<str>>(
@@ -259,6 +326,29 @@ impl Mcp {
     /// `mark_fetch` with just a url.
     pub async fn fetch(&self, url: &str) -> Reply {
         self.call("mark_fetch", json!({ "url": url })).await
+    }
+
+    /// `mark_lookup` of `query` in body mode, reading no hit.
+    pub async fn lookup_body(&self, query: &str) -> Reply {
+        self.call(
+            "mark_lookup",
+            json!({"query": query, "match": "body", "read": 0}),
+        )
+        .await
+    }
+
+    /// Looks up [`PIER_QUERY`] with [`Mcp::lookup_body`] and asserts both
+    /// rows came, each saying which word it lacks.
+    pub async fn assert_pier_rows(&self) -> Reply {
+        let r = self.lookup_body(PIER_QUERY).await;
+        assert_eq!(
+            (r.status(), r.field("match"), r.field("matches")),
+            ("ok", Some("body"), Some("2 of 2")),
+            "{}",
+            r.text
+        );
+        assert_rows_start(&r, &PIER_ROWS);
+        r
     }
 
     /// Reads a resource; the text of its first content.
