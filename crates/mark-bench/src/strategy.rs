@@ -330,7 +330,7 @@ impl DocReader {
     }
 }
 
-/// One `mark_lookup` (body match when `body`) and its hits, read from the
+/// One `mark_lookup` (body match, and `read: 0`, when `body`) and its hits, read from the
 /// agent's context when the answer is `unchanged`.
 async fn lookup(
     asker: &mut Asker<'_>,
@@ -340,6 +340,11 @@ async fn lookup(
     let mut args = json!({ "query": query, "limit": LOOKUP_LIMIT });
     if body {
         args["match"] = json!("body");
+        // Body lookups are made by the section readers (2 and 3), which
+        // read the hits they choose themselves.
+        if asker.session.param("mark_lookup", "read").is_some() {
+            args["read"] = json!(0);
+        }
     }
     let call = asker.call("mark_lookup", args).await?;
     Ok(reading::lookup_hits(asker.remembered(&call)))
