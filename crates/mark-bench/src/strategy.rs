@@ -656,8 +656,9 @@ fn document(url: &str) -> &str {
 /// Where strategy 3 explores: it starts from [`ROOT_DOCUMENT`]'s card, as a
 /// session that began with it would, and takes its best good offer (as in
 /// [`explore_section`]: two shared words, or a naming word; a link to a
-/// section keeps its `#anchor`); without one, the document of a body
-/// lookup's top hit (the query ladder). `None` when the root card already
+/// section keeps its `#anchor`), paging the card's outbound links while
+/// none is good; without one, the document of a body lookup's top hit (the
+/// query ladder). `None` when the root card already
 /// answered or nothing matched.
 async fn find_hub(asker: &mut Asker<'_>) -> Result<Option<String>, BenchError> {
     let call = asker
@@ -674,17 +675,39 @@ async fn find_hub(asker: &mut Asker<'_>) -> Result<Option<String>, BenchError> {
         .collect();
     let strong = 2.min(q_terms.len()).max(1);
     let asked = numbers(question);
-    let card = asker.remembered(&call).to_string();
-    let good: Vec<CardLink> = card_offers(ROOT_DOCUMENT, &card)
-        .into_iter()
-        .filter(|o| {
-            let words = offer_words(o);
-            // `Phase 8` is not the answer to a question about phase 7.
-            let other_number =
-                !asked.is_empty() && numbers(&o.text).iter().any(|n| !asked.contains(n));
-            !other_number && (overlap(&q_terms, &words) >= strong || overlap(&names, &words) > 0)
-        })
-        .collect();
+    let is_good = |o: &CardLink| {
+        let words = offer_words(o);
+        // `Phase 8` is not the answer to a question about phase 7.
+        let other_number = !asked.is_empty() && numbers(&o.text).iter().any(|n| !asked.contains(n));
+        !other_number && (overlap(&q_terms, &words) >= strong || overlap(&names, &words) > 0)
+    };
+    let mut page = asker.remembered(&call).to_string();
+    let mut good: Vec<CardLink> = Vec::new();
+    let mut pages = 0;
+    loop {
+        good.extend(
+            card_offers(ROOT_DOCUMENT, &page)
+                .into_iter()
+                .filter(is_good),
+        );
+        // More links than the card shows: the next page of them is cheaper
+        // than a search.
+        let cursor = reading::more_cursor(reading::card_section(&page, "Outbound links"));
+        let Some(cursor) = cursor.filter(|_| good.is_empty() && pages < MAX_CARD_PAGES) else {
+            break;
+        };
+        let call = asker
+            .call(
+                "mark_explore",
+                json!({ "url": ROOT_DOCUMENT, "cursor": cursor }),
+            )
+            .await?;
+        pages += 1;
+        if asker.done() {
+            return Ok(None);
+        }
+        page = asker.remembered(&call).to_string();
+    }
     if let Some(best) = rank_by_overlap(&q_terms, good, offer_words).first() {
         return Ok(Some(best.url.clone()));
     }
