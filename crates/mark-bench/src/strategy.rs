@@ -657,8 +657,8 @@ fn document(url: &str) -> &str {
 /// session that began with it would, and takes its best good offer (as in
 /// [`explore_section`]: two shared words, or a naming word; a link to a
 /// section keeps its `#anchor`), paging the card's outbound links while
-/// none is good; without one, the document of a body lookup's top hit (the
-/// query ladder). `None` when the root card already
+/// none is good; without one, a body lookup's top hit (the query ladder),
+/// read before its document's card like a section link. `None` when the root card already
 /// answered or nothing matched.
 async fn find_hub(asker: &mut Asker<'_>) -> Result<Option<String>, BenchError> {
     let call = asker
@@ -714,7 +714,7 @@ async fn find_hub(asker: &mut Asker<'_>) -> Result<Option<String>, BenchError> {
     Ok(lookup_ladder(asker, true)
         .await?
         .first()
-        .map(|hit| document(&hit.url).to_string()))
+        .map(|hit| hit.url.clone()))
 }
 
 /// [`Strategy::ExploreFloor`]: the hub's card, then the answer's section.
