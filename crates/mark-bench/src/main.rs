@@ -46,6 +46,10 @@ enum Command {
         /// The plain agent's `read` on mark_lookup (default: the tool's own).
         #[arg(long)]
         read: Option<u64>,
+        /// The folder the peer servers are installed in (`bench/peers`, after
+        /// `npm ci` there): their rows join the same run.
+        #[arg(long)]
+        peers_dir: Option<PathBuf>,
         /// Also write the raw figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -124,6 +128,7 @@ async fn main() -> ExitCode {
             mark_server,
             runs,
             read,
+            peers_dir,
             json,
         } => {
             let binary = |given: Option<PathBuf>, name: &str| match given {
@@ -147,6 +152,7 @@ async fn main() -> ExitCode {
                 mark_mcp_bin,
                 mark_server_bin,
                 read,
+                peers_dir,
             };
             let report = match run_orientation(opts).await {
                 Ok(r) => r,

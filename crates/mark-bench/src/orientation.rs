@@ -4,6 +4,7 @@
 
 use crate::BenchError;
 use crate::pass::{Pass, Row, cold_pass};
+use crate::peers::orientation_peer_rows;
 use crate::questions::{Evidence, Question, load_questions};
 use crate::report::{Report, StrategyFigures, TOKENIZER_NOTE, TargetCheck, percent};
 use crate::server::BenchServer;
@@ -39,6 +40,9 @@ pub struct OrientationOptions {
     pub mark_server_bin: PathBuf,
     /// The plain agent's `read` (`None`: the tool's default).
     pub read: Option<u64>,
+    /// Where the peer servers are installed (`bench/peers`): when given,
+    /// their rows over the same questions join the run.
+    pub peers_dir: Option<PathBuf>,
 }
 
 impl Default for OrientationOptions {
@@ -51,6 +55,7 @@ impl Default for OrientationOptions {
             mark_mcp_bin: PathBuf::from("mark-mcp"),
             mark_server_bin: PathBuf::from("mark-server"),
             read: None,
+            peers_dir: None,
         }
     }
 }
@@ -155,6 +160,9 @@ pub async fn run_orientation(opts: OrientationOptions) -> Result<Report, BenchEr
         strategies.push(row.figures().unwrap_or_else(|| {
             StrategyFigures::skipped(&label, &skip_reason(Strategy::WarmSession), n)
         }));
+    }
+    if let Some(dir) = &opts.peers_dir {
+        strategies.extend(orientation_peer_rows(dir, &opts.kb, &questions, runs).await?);
     }
     let targets = check_targets(&strategies);
     Ok(Report {

@@ -118,6 +118,20 @@ pub struct PeersReport {
     pub runs: usize,
 }
 
+/// server-filesystem over `root`.
+fn filesystem_command(peers_dir: &Path, root: &str) -> ServerCommand {
+    npx(peers_dir, "mcp-server-filesystem", vec![root.to_string()])
+}
+
+/// mcpvault over `root`, read-only.
+fn vault_command(peers_dir: &Path, root: &str) -> ServerCommand {
+    npx(
+        peers_dir,
+        "mcpvault",
+        vec![root.to_string(), "--read-only".to_string()],
+    )
+}
+
 fn npx(peers_dir: &Path, bin: &str, args: Vec<String>) -> ServerCommand {
     let mut all = vec!["--no-install".to_string(), bin.to_string()];
     all.extend(args);
@@ -308,14 +322,8 @@ pub async fn run_peers(opts: PeersOptions) -> Result<PeersReport, BenchError> {
         c.env.push(("RUST_LOG".into(), "warn".into()));
         c
     };
-    let filesystem = |root: &str| npx(&peers_dir, "mcp-server-filesystem", vec![root.to_string()]);
-    let vault = |root: &str| {
-        npx(
-            &peers_dir,
-            "mcpvault",
-            vec![root.to_string(), "--read-only".to_string()],
-        )
-    };
+    let filesystem = |root: &str| filesystem_command(&peers_dir, root);
+    let vault = |root: &str| vault_command(&peers_dir, root);
 
     let servers = vec![
         probe("mark-mcp", &mark(&kb_s)).await,
@@ -354,35 +362,17 @@ pub async fn run_peers(opts: PeersOptions) -> Result<PeersReport, BenchError> {
             }
         }
     }
-    let fs_label =
-        "server-filesystem: search_files, read_text_file whole (name overlap), links one step";
-    rows.push(match unusable(1) {
-        Some(why) => StrategyFigures::skipped(fs_label, &why, n),
-        None => {
-            question_row(
-                fs_label,
-                &filesystem(&kb_s),
-                &Plan::FilesystemRead { root: kb_s.clone() },
-                &questions,
-                runs,
-            )
-            .await
-        }
-    });
-    let vault_label = "mcpvault: search_notes, get_note_outline, read_note_lines";
-    rows.push(match unusable(2) {
-        Some(why) => StrategyFigures::skipped(vault_label, &why, n),
-        None => {
-            question_row(
-                vault_label,
-                &vault(&kb_s),
-                &Plan::VaultSections,
-                &questions,
-                runs,
-            )
-            .await
-        }
-    });
+    rows.extend(
+        peer_rows(
+            &servers[1..],
+            &filesystem(&kb_s),
+            &vault(&kb_s),
+            &kb_s,
+            &questions,
+            runs,
+        )
+        .await,
+    );
 
     let mut section = Vec::new();
     let tasks: [(&str, &str, ServerCommand); 3] = [
@@ -415,6 +405,67 @@ pub async fn run_peers(opts: PeersOptions) -> Result<PeersReport, BenchError> {
         section_task: section,
         runs,
     })
+}
+
+/// The peers' rows over the questions: server-filesystem and mcpvault,
+/// each with its own search tool (see [`Plan`]); `probed` are the two
+/// servers as [`probe`] found them (a server that did not start is a
+/// skipped row).
+async fn peer_rows(
+    probed: &[PeerServer],
+    filesystem: &ServerCommand,
+    vault: &ServerCommand,
+    kb: &str,
+    questions: &[Question],
+    runs: usize,
+) -> Vec<StrategyFigures> {
+    let n = questions.len();
+    let plans = [
+        (
+            "server-filesystem: search_files, read_text_file whole (name overlap), links one step",
+            filesystem,
+            Plan::FilesystemRead {
+                root: kb.to_string(),
+            },
+        ),
+        (
+            "mcpvault: search_notes, get_note_outline, read_note_lines",
+            vault,
+            Plan::VaultSections,
+        ),
+    ];
+    let mut rows = Vec::new();
+    for ((label, command, plan), server) in plans.into_iter().zip(probed) {
+        rows.push(match &server.error {
+            Some(why) => StrategyFigures::skipped(label, why, n),
+            None => question_row(label, command, &plan, questions, runs).await,
+        });
+    }
+    rows
+}
+
+/// The peers' rows for the orientation benchmark (`orientation
+/// --peers-dir`): the same questions over `kb` in the same run as
+/// mark-mcp's strategies.
+pub async fn orientation_peer_rows(
+    peers_dir: &Path,
+    kb: &Path,
+    questions: &[Question],
+    runs: usize,
+) -> Result<Vec<StrategyFigures>, BenchError> {
+    let kb = display(&absolute(kb)?);
+    let peers_dir = absolute(peers_dir)?;
+    let filesystem = filesystem_command(&peers_dir, &kb);
+    let vault = vault_command(&peers_dir, &kb);
+    let probed = [
+        probe(
+            &format!("server-filesystem ({FILESYSTEM_PACKAGE})"),
+            &filesystem,
+        )
+        .await,
+        probe(&format!("mcpvault ({MCPVAULT_PACKAGE})"), &vault).await,
+    ];
+    Ok(peer_rows(&probed, &filesystem, &vault, &kb, questions, runs).await)
 }
 
 /// The side-by-side as markdown: one table (the questions, then the
