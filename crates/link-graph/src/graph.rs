@@ -681,6 +681,30 @@ impl LinkGraph {
         }
     }
 
+    /// The known notes whose names are most like the note name `name` (compared as the
+    /// vault rule compares them: the last segment, any case, without `.md`), at most `max`,
+    /// most similar first: what to offer when a name resolves to nothing.
+    pub fn nearest_notes(&self, name: &str, max: usize) -> Vec<String> {
+        let wanted = link_name(name).map_or_else(String::new, |n| name_stem(&n));
+        let mut stems: Vec<&str> = self.names.stems().collect();
+        stems.sort_unstable();
+        markdown_slice::nearest_names(stems, &wanted, max)
+            .iter()
+            .flat_map(|stem| {
+                let mut paths: Vec<&str> = self
+                    .names
+                    .with_stem(stem)
+                    .iter()
+                    .map(|&id| self.paths.path(id))
+                    .collect();
+                paths.sort_unstable();
+                paths
+            })
+            .take(max)
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// Records that the crawler listed `path` (a document that exists, indexed or not yet).
     /// Returns whether it was new to the graph's count of known documents.
     pub fn note_discovered(&mut self, path: &str) -> Result<bool, GraphError> {
@@ -801,6 +825,25 @@ mod tests {
         let mut graph = LinkGraph::new();
         graph.update("/a.md", "e", title, edges).unwrap();
         graph
+    }
+
+    #[test]
+    fn nearest_notes_are_the_known_names_most_like_a_missing_one() {
+        let mut graph = LinkGraph::new();
+        for path in [
+            "/notes/Alpha Note.md",
+            "/Beta.md",
+            "/archive/Alpha.md",
+            "/img.png",
+        ] {
+            graph.note_discovered(path).unwrap();
+        }
+        assert_eq!(
+            graph.nearest_notes("Alpah Note", 2),
+            ["/notes/Alpha Note.md", "/archive/Alpha.md"]
+        );
+        assert_eq!(graph.nearest_notes("folder/BETA.md", 1), ["/Beta.md"]);
+        assert_eq!(graph.nearest_notes("x", 0), Vec::<String>::new());
     }
 
     #[test]

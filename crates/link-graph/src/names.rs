@@ -82,6 +82,11 @@ impl NoteNames {
         }
     }
 
+    /// Every stem a known document has, in no particular order.
+    pub(crate) fn stems(&self) -> impl Iterator<Item = &str> {
+        self.by_stem.keys().map(|k| &**k)
+    }
+
     /// The documents whose stem is `stem`.
     pub(crate) fn with_stem(&self, stem: &str) -> &[PathId] {
         self.by_stem.get(stem).map_or(&[], Vec::as_slice)

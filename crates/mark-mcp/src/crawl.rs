@@ -612,6 +612,12 @@ impl SessionGraph {
             .collect()
     }
 
+    /// The known notes (graph paths) whose names are most like `name`, at
+    /// most `max` (see [`LinkGraph::nearest_notes`]).
+    pub fn nearest_notes(&self, name: &str, max: usize) -> Vec<String> {
+        self.shared.read().graph.nearest_notes(name, max)
+    }
+
     /// The title the document with key `path` was indexed with.
     pub fn title(&self, path: &str) -> Option<String> {
         self.shared

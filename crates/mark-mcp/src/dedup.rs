@@ -63,6 +63,8 @@ pub enum Slice {
     Body,
     /// One section, by anchor.
     Section(String),
+    /// One block, by its `^block-id` (without `^`).
+    Block(String),
 }
 
 /// Which page of a slice's text was sent: `number` of `total` (an unpaged
@@ -224,7 +226,7 @@ fn doc_weight<H>(path: &str, doc: &DocRecord<H>, weigh: fn(&H) -> usize) -> usiz
         .map(|(s, r)| {
             let anchor = match s {
                 Slice::Body => 0,
-                Slice::Section(a) => a.len(),
+                Slice::Section(a) | Slice::Block(a) => a.len(),
             };
             anchor + RECORD_OVERHEAD + r.sent.len() * 24
         })

@@ -79,7 +79,7 @@ const LISTED_ENTRIES: usize = 10_000;
 /// Parameters of `mark_explore` (and of the `explore` verb).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
 pub struct ExploreParams {
-    /// /path or mark://host/path of a document.
+    /// /path, mark://host/path or [[Note]] of a document.
     pub url: String,
     /// From a "+N more" line: the next page of that section.
     #[arg(long)]
@@ -149,7 +149,7 @@ pub async fn explore_watched(
     now: Instant,
     watcher: &dyn CrawlWatcher,
 ) -> ToolText {
-    let target = match session.resolve(&params.url) {
+    let target = match session.resolve_argument(&params.url, now, watcher).await {
         Ok(t) => t,
         Err(e) => return ToolText::error(e),
     };

@@ -1,12 +1,13 @@
 //! `mark_fetch`: a document, an outline, or sections, sized to fit the
 //! agent's budget and deduplicated against what this session delivered.
 
+use crate::crawl::Unwatched;
 use crate::dedup::{Decision, Delivery, Identity, Page, Slice, Wanted};
 use crate::envelope::{ToolText, one_line, size_line};
 use crate::outbox::deliver;
 use crate::paging::{Cursor, cursor_argument, page_ranges};
 use crate::session::{CachedDoc, Freshness, Loaded, Session, short};
-use markdown_slice::{Document, Heading, OutlineOptions, SectionHashes, diff_sections};
+use markdown_slice::{Block, Document, Heading, OutlineOptions, SectionHashes, diff_sections};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -30,7 +31,7 @@ pub enum FetchMode {
 /// Parameters of `mark_fetch` (and of the `fetch` verb).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
 pub struct FetchParams {
-    /// /path or mark://host/path; add #anchor for one section.
+    /// /path, mark://host/path or [[Note]]; #anchor or #^block for one part.
     pub url: String,
     /// auto (default): whole if small, else outline; full: the body, paged; outline.
     #[arg(long, value_enum)]
@@ -102,7 +103,7 @@ pub async fn fetch_within(
     now: Instant,
     budget: usize,
 ) -> ToolText {
-    let target = match session.resolve(&params.url) {
+    let target = match session.resolve_argument(&params.url, now, &Unwatched).await {
         Ok(t) => t,
         Err(e) => return ToolText::error(e),
     };
@@ -228,6 +229,7 @@ type ChangedFrom = (Identity, Option<Arc<SectionHashes>>);
 enum PartKind {
     Full,
     Section,
+    Block,
     Outline,
     Unchanged,
     Skipped,
@@ -238,6 +240,7 @@ impl PartKind {
         match self {
             PartKind::Full => "full",
             PartKind::Section => "section",
+            PartKind::Block => "block",
             PartKind::Outline => "outline",
             PartKind::Unchanged => "unchanged",
             PartKind::Skipped => "skipped",
@@ -291,48 +294,41 @@ impl View<'_> {
 
     fn sections(&self, anchors: &[String], cursor: Option<&Cursor>) -> Result<Vec<Part>, ToolText> {
         let doc = &self.cached.doc;
-        let mut headings = Vec::with_capacity(anchors.len());
-        for a in anchors {
-            match doc.find_anchor(a) {
-                Ok(h) => headings.push(h),
-                Err(miss) => {
-                    let nearest = if miss.nearest.is_empty() {
-                        "(none: the document has no anchored headings)".to_string()
-                    } else {
-                        miss.nearest.join(", ")
-                    };
-                    return Err(ToolText::error(format!(
-                        "section #{} not found in {}; nearest: {nearest}",
-                        short(a),
-                        self.path
-                    )));
-                }
-            }
-        }
+        let named = anchors
+            .iter()
+            .map(|a| self.find(a))
+            .collect::<Result<Vec<_>, _>>()?;
         // What is left of the text bound: every piece shown costs its text
         // and label; once too little is left, the rest are only named (and,
         // not shown, not recorded as delivered).
         let mut budget = self.budget;
-        let mut parts = Vec::with_capacity(headings.len());
-        for (i, h) in headings.iter().copied().enumerate() {
+        let mut parts = Vec::with_capacity(named.len());
+        for (i, n) in named.iter().copied().enumerate() {
             // The same section named twice (by anchor and by heading text)
             // is delivered once, and one inside another named section (before
             // or after it) only as that: each text comes once in this call.
-            if headings[..i].iter().any(|e| e.line == h.line) {
+            if named[..i].iter().any(|e| e.range() == n.range()) {
                 continue;
             }
-            let text = doc.section_text(h);
-            let label = section_label(doc, h, &self.cached.repeated_headings);
-            let enclosing = self.enclosing(h);
-            if let Some(outer) = headings
+            let (text, label, enclosing) = match n {
+                Named::Section(h) => (
+                    doc.section_text(h),
+                    section_label(doc, h, &self.cached.repeated_headings),
+                    self.enclosing(h),
+                ),
+                Named::Block(b) => (
+                    doc.block_text(b),
+                    format!("#^{}", b.id),
+                    self.enclosing_block(b),
+                ),
+            };
+            if let Some(Slice::Section(outer)) = named
                 .iter()
-                .find(|e| e.line != h.line && enclosing.contains(&anchor_slice(doc, e)))
+                .map(|e| e.slice(doc))
+                .find(|s| enclosing.contains(s))
             {
                 parts.push(Part {
-                    text: format!(
-                        "inside #{} in this result",
-                        outer.anchor.as_deref().unwrap_or_default()
-                    ),
+                    text: format!("inside #{outer} in this result"),
                     label,
                     kind: PartKind::Unchanged,
                     size: size_line(text),
@@ -341,21 +337,19 @@ impl View<'_> {
                 });
                 continue;
             }
-            let part = if budget < MIN_PART_BYTES {
-                Part::skipped(label, text)
-            } else if self.comes_whole(text.len(), cursor) {
-                let slice = anchor_slice(doc, h);
-                self.deliver(
-                    slice,
+            let part = match n {
+                _ if budget < MIN_PART_BYTES => Part::skipped(label, text),
+                // A block is delivered whole (paged when very long): it has no outline.
+                Named::Section(h) if !self.comes_whole(text.len(), cursor) => self.outline(Some(h)),
+                _ => self.deliver(
+                    n.slice(doc),
                     &enclosing,
                     label,
                     text,
-                    h.section.start,
+                    n.range().start,
                     cursor,
                     budget,
-                )?
-            } else {
-                self.outline(Some(h))
+                )?,
             };
             if part.kind != PartKind::Skipped {
                 budget = budget.saturating_sub(part.text.len() + part.label.len() + 4);
@@ -363,6 +357,54 @@ impl View<'_> {
             parts.push(part);
         }
         Ok(parts)
+    }
+
+    /// The section or block `wanted` names (`^id` is a block), or the
+    /// error naming the nearest ones.
+    fn find(&self, wanted: &str) -> Result<Named<'_>, ToolText> {
+        let doc = &self.cached.doc;
+        let listed = |nearest: Vec<String>, none: &str| -> String {
+            if nearest.is_empty() {
+                none.to_string()
+            } else {
+                nearest.join(", ")
+            }
+        };
+        if wanted.starts_with('^') {
+            return doc.find_block(wanted).map(Named::Block).map_err(|miss| {
+                let ids: Vec<String> = miss.nearest.iter().map(|id| format!("^{id}")).collect();
+                ToolText::error(format!(
+                    "block ^{} not found in {}; nearest: {}",
+                    short(&miss.query),
+                    self.path,
+                    listed(ids, "(none: the document has no block ids)")
+                ))
+            });
+        }
+        doc.find_anchor(wanted).map(Named::Section).map_err(|miss| {
+            ToolText::error(format!(
+                "section #{} not found in {}; nearest: {}",
+                short(wanted),
+                self.path,
+                listed(
+                    miss.nearest,
+                    "(none: the document has no anchored headings)"
+                )
+            ))
+        })
+    }
+
+    /// The slices that hold block `b`'s text, nearest first: the sections
+    /// around it, then the whole body.
+    fn enclosing_block(&self, b: &Block) -> Vec<Slice> {
+        let doc = &self.cached.doc;
+        match doc.section_at(b.range.start) {
+            Some(h) => {
+                let own = h.anchor.is_some().then(|| anchor_slice(doc, h));
+                own.into_iter().chain(self.enclosing(h)).collect()
+            }
+            None => vec![Slice::Body],
+        }
     }
 
     /// The slices that hold `h`'s text, nearest first: its enclosing
@@ -526,6 +568,10 @@ impl View<'_> {
                 "unchanged since {since} (in #{} read earlier this session); force=true to re-read",
                 one_line(a, LABEL_BYTES)
             ),
+            Some(Slice::Block(id)) => format!(
+                "unchanged since {since} (in #^{} read earlier this session); force=true to re-read",
+                one_line(id, LABEL_BYTES)
+            ),
         }
     }
 
@@ -546,10 +592,10 @@ impl View<'_> {
         budget: usize,
     ) -> Result<Part, ToolText> {
         let identity = &self.cached.identity;
-        let kind = if label.is_empty() {
-            PartKind::Full
-        } else {
-            PartKind::Section
+        let kind = match slice {
+            Slice::Body => PartKind::Full,
+            Slice::Section(_) => PartKind::Section,
+            Slice::Block(_) => PartKind::Block,
         };
         let size = size_line(text);
         let page_bytes = self.session.settings().page_bytes;
@@ -760,7 +806,30 @@ const LABEL_BYTES: usize = 40;
 /// Longest line of an outline (a 1 MB heading is cut, not repeated whole).
 const OUTLINE_LINE_BYTES: usize = 300;
 
-/// The slice of a heading's section.
+/// One piece a fetch names: a heading's section or a block.
+#[derive(Debug, Clone, Copy)]
+enum Named<'d> {
+    Section(&'d Heading),
+    Block(&'d Block),
+}
+
+impl Named<'_> {
+    fn range(self) -> std::ops::Range<usize> {
+        match self {
+            Named::Section(h) => h.section.clone(),
+            Named::Block(b) => b.range.clone(),
+        }
+    }
+
+    /// Its delivery key.
+    fn slice<S: AsRef<str>>(self, doc: &Document<S>) -> Slice {
+        match self {
+            Named::Section(h) => anchor_slice(doc, h),
+            Named::Block(b) => Slice::Block(b.id.clone()),
+        }
+    }
+}
+
 /// The delivery key of `h`'s section: its anchor, or for an anchorless
 /// heading (`## 🚀`) the text that fetches it.
 fn anchor_slice<S: AsRef<str>>(doc: &Document<S>, h: &Heading) -> Slice {

@@ -3,16 +3,17 @@
 //! takes a `&Session`; with stdio there is one session per process.
 
 use crate::cache::{SessionCache, Stamp};
-use crate::crawl::{SessionGraph, parent_dir};
+use crate::crawl::{CrawlWatcher, SessionGraph, Waited, parent_dir};
 use crate::dedup::{DeliveryLog, Identity};
 use crate::envelope::ToolText;
 use crate::settings::Settings;
 use crate::source::Source;
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared, WeakShared};
+use link_graph::LinkTarget;
 use mark_proto::list::ListEntry;
 use mark_proto::{MarkUrl, Request, Response, Status, Verb};
-use markdown_slice::{Document, Heading, Link, SectionHashes};
+use markdown_slice::{Block, Document, Heading, Link, LinkKind, SectionHashes};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -68,13 +69,18 @@ impl CachedDoc {
                     + l.fragment.as_ref().map_or(0, String::len)
             })
             .sum();
+        let blocks: usize = doc
+            .blocks()
+            .iter()
+            .map(|b| size_of::<Block>() + b.id.len())
+            .sum();
         let hashes = hashes_weight(&self.hashes);
         let repeated: usize = self
             .repeated_headings
             .iter()
             .map(|t| t.len() + size_of::<String>())
             .sum();
-        doc.source().len() + headings + links + hashes + repeated + size_of::<CachedDoc>()
+        doc.source().len() + headings + links + blocks + hashes + repeated + size_of::<CachedDoc>()
     }
 }
 
@@ -127,6 +133,22 @@ pub struct Target {
     pub path: String,
     /// The `#anchor`, without `#`.
     pub fragment: Option<String>,
+}
+
+/// The notes an unresolvable `[[Name]]` argument offers at most.
+const NEAREST_NOTES: usize = 5;
+
+/// `written` parsed, when it is one wiki link as a whole (`[[Name]]`,
+/// `![[Name#Heading|text]]`).
+fn wiki_argument(written: &str) -> Option<Document<&str>> {
+    if !(written.starts_with("[[") || written.starts_with("![[")) || !written.ends_with("]]") {
+        return None;
+    }
+    let doc = Document::parse(written);
+    match doc.links() {
+        [link] if link.kind == LinkKind::Wiki && link.range == (0..written.len()) => Some(doc),
+        _ => None,
+    }
 }
 
 /// The outcome of reading a document: the document, or a result to pass
@@ -283,10 +305,15 @@ impl Session {
                 short(url)
             ));
         };
+        self.target(&path, fragment)
+    }
+
+    /// The request path and fragment of `path` (`#` split off).
+    fn target(&self, path: &str, fragment: Option<String>) -> Result<Target, String> {
         // One key per document, however the agent spelled it (a space, an
         // escape, a decomposed accent).
-        let path = crate::keys::document_key(&path)
-            .map_err(|e| format!("`{}` is not a usable path: {e}", short(&path)))?;
+        let path = crate::keys::document_key(path)
+            .map_err(|e| format!("`{}` is not a usable path: {e}", short(path)))?;
         mark_proto::check_path(&path)
             .map_err(|e| format!("`{}` is not a usable path: {e}", short(&path)))?;
         // No request line could carry it (and a local engine would echo it whole).
@@ -303,6 +330,68 @@ impl Session {
                 .filter(|f| !f.is_empty())
                 .map(|f| markdown_slice::unicode_form(&f).into_owned()),
         })
+    }
+
+    /// [`Session::resolve`], and the wiki-link form an agent just read in a
+    /// note (`[[Alpha Note#Details]]`, `[[Alpha Note|shown]]`,
+    /// `![[Beta#^block-id]]`): the note it names by the vault rule, as a
+    /// link in a note at the root would (link-graph's `resolve_edge`, the
+    /// rule every link of the graph follows). The graph's crawl is started
+    /// if it needs one and waited for within `--crawl-wait`, as for a card,
+    /// so that the notes' names are known; `watcher` sees its progress.
+    pub async fn resolve_argument(
+        &self,
+        url: &str,
+        now: Instant,
+        watcher: &dyn CrawlWatcher,
+    ) -> Result<Target, String> {
+        let written = url.trim();
+        let Some(doc) = wiki_argument(written) else {
+            return self.resolve(url);
+        };
+        let dest = doc.links()[0].dest.as_str();
+        if dest.starts_with('#') {
+            return Err(format!(
+                "`{}` names a heading of the note it is written in; write [[Note{}]] with that note's name",
+                short(written),
+                short(dest)
+            ));
+        }
+        let graph = self.graph();
+        let started = graph.start(now, false);
+        if graph.wait(graph.settings().wait, watcher).await == Waited::Cancelled {
+            if started {
+                graph.stop();
+            }
+            return Err("cancelled while the crawl learned the notes' names; call it again".into());
+        }
+        match graph.resolve_links("/", &doc).into_iter().next() {
+            Some((_, LinkTarget::Document { path, fragment })) => {
+                self.target(&crate::keys::wire_path(&path), fragment)
+            }
+            Some((_, LinkTarget::Unresolved { name, .. })) => {
+                let coverage = graph.coverage();
+                let nearest: Vec<String> = graph
+                    .nearest_notes(&name, NEAREST_NOTES)
+                    .iter()
+                    .map(|p| crate::keys::wire_path(p))
+                    .collect();
+                let nearest = if nearest.is_empty() {
+                    "(none: no notes known yet)".to_string()
+                } else {
+                    nearest.join(", ")
+                };
+                let seen = if coverage.complete { "" } else { " seen yet" };
+                Err(format!(
+                    "`{}` names no note{seen} ({coverage}); nearest: {nearest}; fetch one of those, or mark_lookup the name",
+                    short(written)
+                ))
+            }
+            _ => Err(format!(
+                "`{}` names an attachment, not a note; only notes (.md) can be read",
+                short(written)
+            )),
+        }
     }
 
     /// Sends a request; a source failure becomes a one-sentence tool error.

@@ -340,3 +340,220 @@ async fn notes_that_appear_and_go_are_seen_without_a_restart() {
     );
     mcp.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_id_fetches_that_block_and_its_delivery_key_is_the_block() {
+    let mcp = start().await;
+    let block = mcp.fetch("/Beta.md#^beta-block").await;
+    assert_eq!(
+        (block.status(), block.field("mode"), block.field("section")),
+        ("ok", Some("block"), Some("#^beta-block")),
+        "{}",
+        block.text
+    );
+    assert_eq!(
+        block.body().trim_end(),
+        "A paragraph ending in a block id. ^beta-block"
+    );
+    // The same block again is one line; another block of the same note is delivered.
+    let again = mcp.fetch("/Beta.md#^beta-block").await;
+    assert_eq!(again.status(), "unchanged", "{}", again.text);
+    let item = mcp.fetch("/Beta.md#^beta-item").await;
+    assert_eq!(item.status(), "ok", "{}", item.text);
+    assert_eq!(item.body().trim_end(), "- a list item with its own id ^beta-item");
+    // A block inside a subsection, and several parts in one call.
+    let parts = mcp
+        .call(
+            "mark_fetch",
+            json!({ "url": "/notes/Alpha Note.md", "anchors": ["^sub-block", "#^SUB-BLOCK"] }),
+        )
+        .await;
+    assert_eq!(
+        parts.body().trim_end(),
+        "A nested section. ^sub-block",
+        "{}",
+        parts.text
+    );
+    // An unknown id: a tool error naming the nearest ids, like an unknown anchor.
+    let miss = mcp.fetch("/Beta.md#^beta").await;
+    assert!(miss.is_error, "{}", miss.text);
+    assert_eq!(
+        miss.body().trim_end(),
+        "block ^beta not found in /Beta.md; nearest: ^beta-item, ^beta-block"
+    );
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_note_read_holds_its_blocks() {
+    let mcp = start().await;
+    mcp.fetch("/Beta.md").await.assert_full();
+    let block = mcp.fetch("/Beta.md#^beta-item").await;
+    assert_eq!(block.status(), "unchanged", "{}", block.text);
+    assert!(
+        block.text.contains("in the whole document read earlier"),
+        "{}",
+        block.text
+    );
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heading_path_fetches_the_sub_under_that_heading() {
+    let mcp = start().await;
+    // Gamma has a `Summary` under each part: the path says which.
+    let second = mcp.fetch("/Gamma.md#Part two#Summary").await;
+    assert_eq!(
+        second.field("section"),
+        Some("#summary-1 (in Part two)"),
+        "{}",
+        second.text
+    );
+    assert_eq!(second.body(), "### Summary\n\nThe second part in short.\n");
+    let first = mcp.fetch("/Gamma.md#part-one#summary").await;
+    assert_eq!(
+        first.field("section"),
+        Some("#summary (in Part one)"),
+        "{}",
+        first.text
+    );
+    // As the card writes a nested wiki link's target.
+    let sub = mcp.fetch("/notes/Alpha%20Note.md#Details#Sub part").await;
+    assert!(sub.body().starts_with("### Sub part\n"), "{}", sub.text);
+    let miss = mcp.fetch("/Gamma.md#Part two#Nope").await;
+    assert!(miss.is_error, "{}", miss.text);
+    assert_eq!(
+        miss.body().trim_end(),
+        "section #Part two#Nope not found in /Gamma.md; nearest: summary-1"
+    );
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wiki_link_form_names_a_note_as_a_url() {
+    let mcp = start().await;
+    let details = mcp.fetch("[[Alpha Note#Details]]").await;
+    assert_eq!(
+        details.field("section"),
+        Some("#details"),
+        "{}",
+        details.text
+    );
+    assert!(
+        details.body().starts_with("## Details\n"),
+        "{}",
+        details.text
+    );
+    let shown = mcp.fetch(" [[alpha note|the first note]] ").await;
+    assert_eq!(shown.field("title"), Some("Alpha Note"), "{}", shown.text);
+    shown.assert_full();
+    let block = mcp.fetch("[[Beta#^beta-block]]").await;
+    assert_eq!(
+        block.body().trim_end(),
+        "A paragraph ending in a block id. ^beta-block",
+        "{}",
+        block.text
+    );
+    let nested = mcp.fetch("[[Gamma#Part two#Summary]]").await;
+    assert_eq!(nested.body(), "### Summary\n\nThe second part in short.\n");
+    // Two notes are called Plan: the vault rule's pick, as in a link.
+    let plan = explore(&mcp, "![[Plan]]").await;
+    assert_eq!(plan.field("title"), Some("Plan"), "{}", plan.text);
+    let card = explore(&mcp, "[[notes/Alpha Note]]").await;
+    assert_eq!(card.field("title"), Some("Alpha Note"), "{}", card.text);
+
+    let missing = mcp.fetch("[[Alpah Note]]").await;
+    assert!(missing.is_error, "{}", missing.text);
+    assert!(
+        missing.body().starts_with(
+            "`[[Alpah Note]]` names no note (graph complete); nearest: /notes/Alpha%20Note.md"
+        ),
+        "{}",
+        missing.text
+    );
+    assert!(!missing.body().trim_end().contains('\n'), "{}", missing.text);
+    let here = mcp.fetch("[[#Details]]").await;
+    assert!(
+        here.is_error
+            && here
+                .text
+                .contains("names a heading of the note it is written in"),
+        "{}",
+        here.text
+    );
+    let image = explore(&mcp, "![[diagram.png]]").await;
+    assert!(
+        image.is_error && image.text.contains("names an attachment"),
+        "{}",
+        image.text
+    );
+    // The verbs take it too: the same function.
+    let root = vault();
+    let out = support::run_once([
+        "--root",
+        root.to_str().unwrap(),
+        "fetch",
+        "[[Alpha Note#Details]]",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("## Details\n"), "{stdout}");
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callout_is_not_a_heading_in_the_outline() {
+    let mcp = start().await;
+    let outline = mcp
+        .call(
+            "mark_fetch",
+            json!({ "url": "/Beta.md", "mode": "outline" }),
+        )
+        .await;
+    assert_eq!(outline.field("mode"), Some("outline"), "{}", outline.text);
+    assert!(
+        outline.body().starts_with("- Beta (#beta, "),
+        "{}",
+        outline.text
+    );
+    assert!(!outline.text.contains("allout"), "{}", outline.text);
+    let asked = mcp.fetch("/Beta.md#A callout title").await;
+    assert!(asked.is_error, "{}", asked.text);
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_markdown_rules_hold_for_documents_from_a_mark_server() {
+    let dir = tempfile::tempdir().unwrap();
+    support::copy_dir(&vault(), dir.path());
+    let server = mark_testkit::MarkServerProcess::start(dir.path(), &["--flat"]).unwrap();
+    let mcp = Mcp::start(&server.reader_args(&[])).await;
+    // Wiki links by name on the card: [[Beta]] in notes/ is the root's Beta,
+    // [[Index]] the note's own folder's.
+    let card = explore(&mcp, "/notes/Alpha%20Note.md").await;
+    assert_eq!(card.status(), "ok", "{}", card.text);
+    let all = explore_page(&mcp, "/notes/Alpha%20Note.md", "links.0").await;
+    let links = section(&all, "## Outbound links");
+    for line in ["- [Beta](/Beta.md)", "- [Index](/notes/Index.md)"] {
+        assert!(links.contains(&line), "{line} in {}", all.text);
+    }
+    // A block, a nested heading, the wiki form, a callout that is no heading.
+    let block = mcp.fetch("/Beta.md#^beta-block").await;
+    assert_eq!(block.field("mode"), Some("block"), "{}", block.text);
+    assert_eq!(
+        block.body().trim_end(),
+        "A paragraph ending in a block id. ^beta-block"
+    );
+    let nested = mcp.fetch("/Gamma.md#Part two#Summary").await;
+    assert_eq!(nested.body(), "### Summary\n\nThe second part in short.\n");
+    let wiki = mcp.fetch("[[Alpha Note#Details#Sub part]]").await;
+    assert!(wiki.body().starts_with("### Sub part\n"), "{}", wiki.text);
+    let outline = mcp
+        .call(
+            "mark_fetch",
+            json!({ "url": "/Beta.md", "mode": "outline" }),
+        )
+        .await;
+    assert!(!outline.text.contains("allout"), "{}", outline.text);
+    mcp.stop().await;
+}

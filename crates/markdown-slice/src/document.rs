@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
 
+use crate::blocks::{Block, BlockScan};
 use crate::find::HeadingIndex;
 use crate::frontmatter::{self, Frontmatter};
 use crate::links::{Link, LinkKind};
@@ -49,6 +50,7 @@ pub struct Document<S: AsRef<str>> {
     body: Range<usize>,
     headings: Vec<Heading>,
     links: Vec<Link>,
+    blocks: Vec<Block>,
     first_paragraph: Option<Range<usize>>,
     index: HeadingIndex,
 }
@@ -92,6 +94,7 @@ impl<S: AsRef<str>> Document<S> {
             body,
             headings: scan.headings,
             links: scan.links,
+            blocks: scan.blocks,
             first_paragraph: scan.first_paragraph,
             source,
         }
@@ -198,6 +201,11 @@ impl<S: AsRef<str>> Document<S> {
         &self.links
     }
 
+    /// Every block with a `^block-id`, in document order (see [`Block`]).
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
     /// The range of the first top-level paragraph, trailing white space excluded.
     pub fn first_paragraph_range(&self) -> Option<Range<usize>> {
         self.first_paragraph.clone()
@@ -208,6 +216,7 @@ impl<S: AsRef<str>> Document<S> {
 struct Scan {
     headings: Vec<Heading>,
     links: Vec<Link>,
+    blocks: Vec<Block>,
     first_paragraph: Option<Range<usize>>,
 }
 
@@ -225,10 +234,12 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
     // quote or list item among them. A paragraph or heading opened with none open is
     // top-level.
     let mut containers: Vec<Option<usize>> = Vec::new();
+    let mut blocks = BlockScan::new(source);
 
     let parser = Parser::new_ext(&source[body.clone()], parser_options());
     for (event, range) in parser.into_offset_iter() {
         let range = range.start + base..range.end + base;
+        blocks.event(&event, &range);
         match event {
             Event::Start(tag) => {
                 let container = match &tag {
@@ -310,6 +321,7 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
     Scan {
         headings,
         links,
+        blocks: blocks.finish(),
         first_paragraph,
     }
 }

@@ -1,12 +1,16 @@
 //! Anchor lookup with a helpful miss.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use crate::document::{Document, Heading};
 use crate::slug::slugify;
 
 /// How many nearest anchors a miss lists at most.
 const MAX_NEAREST: usize = 8;
+
+/// Lookups one heading path (`Heading#Sub`) may try, so a query full of `#` stays cheap.
+const PATH_LOOKUPS: usize = 64;
 
 /// No heading matched; the nearest anchors, best first, for the caller's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -86,6 +90,19 @@ impl HeadingIndex {
     }
 }
 
+impl HeadingIndex {
+    /// One step of a heading path: [`Self::find`], else the heading text ignoring case
+    /// whatever the input looks like (`status` is the one `Status` inside its parent).
+    fn find_step(&self, step: &str) -> Option<usize> {
+        self.find(step).or_else(|| {
+            let (_, decoded) = bare_and_decoded(step);
+            self.by_lower_text
+                .get(&decoded.trim().to_lowercase())
+                .copied()
+        })
+    }
+}
+
 impl<S: AsRef<str>> Document<S> {
     /// Finds a heading by anchor or by its text, in this order:
     ///
@@ -96,19 +113,30 @@ impl<S: AsRef<str>> Document<S> {
     ///    an anchor of their own are reachable;
     /// 3. the anchor case-insensitively (`#SETUP-1`);
     /// 4. for the same input as in 2, the heading text case-insensitively (`setup 1`);
-    /// 5. the input slugged as heading text (`install steps?` → `install-steps`).
+    /// 5. the input slugged as heading text (`install steps?` → `install-steps`);
+    /// 6. a heading path (`Phase 2#Status`): each step by this order among the headings
+    ///    inside the section of the step before, so two `Status` headings are told apart.
     ///
     /// A leading `#` and surrounding white space are ignored from step 2 on, and
     /// percent-encoding is decoded (`#%C3%BCber-uns`).
     pub fn find_anchor(&self, query: &str) -> Result<&Heading, AnchorMiss> {
-        if let Some(i) = self.heading_index().find(query) {
-            return Ok(&self.headings()[i]);
+        let headings = self.headings();
+        let index = self.heading_index();
+        if let Some(i) = index.find(query) {
+            return Ok(&headings[i]);
         }
-        let (bare, decoded) = bare_and_decoded(query);
+        let (bare, _) = bare_and_decoded(query);
+        let mut lookups = PATH_LOOKUPS;
+        if let Some(i) = find_path(headings, 0..headings.len(), index, bare, &mut lookups) {
+            return Ok(&headings[i]);
+        }
+        // The nearest anchors where the path stopped: under the last heading it found.
+        let (scope, rest) = path_reached(headings, index, bare);
+        let (_, decoded) = bare_and_decoded(rest);
         Err(AnchorMiss {
             query: bare.to_string(),
             nearest: nearest(
-                self.headings().iter().filter_map(|h| h.anchor.as_deref()),
+                headings[scope].iter().filter_map(|h| h.anchor.as_deref()),
                 &slugify(decoded.trim()),
             ),
         })
@@ -134,6 +162,69 @@ impl<S: AsRef<str>> Document<S> {
     }
 }
 
+/// The heading a path `Heading#Sub#Deeper` names among `headings[scope]` (`index` is theirs),
+/// as Obsidian's nested heading links do: the whole path as one heading first (a heading's
+/// text may hold `#`), else a first step found by [`HeadingIndex::find_step`] and the rest among
+/// the headings inside that step's section, at any depth. Shorter first steps are tried
+/// first; `lookups` bounds the work.
+fn find_path(
+    headings: &[Heading],
+    scope: Range<usize>,
+    index: &HeadingIndex,
+    path: &str,
+    lookups: &mut usize,
+) -> Option<usize> {
+    for (at, _) in path.match_indices('#') {
+        if *lookups == 0 {
+            return None;
+        }
+        *lookups -= 1;
+        let Some(step) = index.find_step(&path[..at]).map(|i| scope.start + i) else {
+            continue;
+        };
+        let inside = subtree(headings, step);
+        let inner = HeadingIndex::new(&headings[inside.clone()]);
+        let rest = &path[at + 1..];
+        if let Some(i) = inner.find_step(rest) {
+            return Some(inside.start + i);
+        }
+        if let Some(i) = find_path(headings, inside, &inner, rest, lookups) {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// How far a path gets taking the first step that matches each time: the headings under
+/// the last one found (all of them when none is), and the rest of the path.
+fn path_reached<'p>(
+    headings: &[Heading],
+    index: &HeadingIndex,
+    path: &'p str,
+) -> (Range<usize>, &'p str) {
+    let (mut scope, mut rest) = (0..headings.len(), path);
+    let mut inner: Option<HeadingIndex> = None;
+    'steps: loop {
+        for (at, _) in rest.match_indices('#') {
+            let found = inner.as_ref().unwrap_or(index).find_step(&rest[..at]);
+            if let Some(i) = found.map(|i| scope.start + i) {
+                scope = subtree(headings, i);
+                rest = &rest[at + 1..];
+                inner = Some(HeadingIndex::new(&headings[scope.clone()]));
+                continue 'steps;
+            }
+        }
+        return (scope, rest);
+    }
+}
+
+/// The headings inside the section of `headings[i]`.
+fn subtree(headings: &[Heading], i: usize) -> Range<usize> {
+    let end = headings[i].section.end;
+    let after = &headings[i + 1..];
+    i + 1..i + 1 + after.partition_point(|h| h.line.start < end)
+}
+
 /// The query without surrounding white space and a leading `#`, and that percent-decoded.
 fn bare_and_decoded(query: &str) -> (&str, String) {
     let bare = query.trim();
@@ -144,18 +235,33 @@ fn bare_and_decoded(query: &str) -> (&str, String) {
     (bare, decoded)
 }
 
-/// The anchors most similar to `wanted`: containment first, then shared character bigrams
-/// (Dice coefficient); ties keep document order.
-fn nearest<'a>(anchors: impl Iterator<Item = &'a str>, wanted: &str) -> Vec<String> {
+/// The up to 8 anchors most similar to `wanted` (see [`nearest_names`]).
+pub(crate) fn nearest<'a>(anchors: impl Iterator<Item = &'a str>, wanted: &str) -> Vec<String> {
+    nearest_names(anchors, wanted, MAX_NEAREST)
+}
+
+/// The `max` names most similar to `wanted`, as a miss lists them: containment first, then
+/// shared character bigrams (Dice coefficient); ties keep the order given.
+///
+/// ```
+/// let near = markdown_slice::nearest_names(["setup", "install", "usage"], "instal", 2);
+/// assert_eq!(near, ["install", "setup"]);
+/// ```
+pub fn nearest_names<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    wanted: &str,
+    max: usize,
+) -> Vec<String> {
     let wanted_bigrams = bigrams(wanted);
-    let mut scored: Vec<(f64, usize, &str)> = anchors
+    let mut scored: Vec<(f64, usize, &str)> = names
+        .into_iter()
         .enumerate()
         .map(|(i, anchor)| (similarity(anchor, wanted, &wanted_bigrams), i, anchor))
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     scored
         .into_iter()
-        .take(MAX_NEAREST)
+        .take(max)
         .map(|(_, _, anchor)| anchor.to_string())
         .collect()
 }

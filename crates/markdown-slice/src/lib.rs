@@ -58,6 +58,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod blocks;
 mod document;
 mod find;
 mod frontmatter;
@@ -68,8 +69,9 @@ mod paragraph;
 mod slug;
 mod tokens;
 
+pub use blocks::{Block, BlockMiss};
 pub use document::{Document, Heading, parser_options};
-pub use find::AnchorMiss;
+pub use find::{AnchorMiss, nearest_names};
 pub use frontmatter::Frontmatter;
 pub use hashes::{SectionDiff, SectionHashes, diff_sections};
 pub use links::{Link, LinkKind, Target, resolve, unicode_form};

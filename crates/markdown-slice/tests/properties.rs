@@ -87,6 +87,8 @@ const FRAGMENTS: &[&str] = &[
     "%20",
     "../",
     "#anchor",
+    " ^blk-1",
+    "^id",
 ];
 
 fn markdownish() -> impl Strategy<Value = String> {
@@ -186,6 +188,13 @@ fn check(text: &str) {
             let h = doc.find_anchor(anchor).unwrap();
             assert!(h.section.contains(&link.range.start));
         }
+    }
+    for block in doc.blocks() {
+        let range = &block.range;
+        assert!(body.start <= range.start && range.start < range.end && range.end <= body.end);
+        assert!(source.is_char_boundary(range.start) && source.is_char_boundary(range.end));
+        assert_eq!(doc.block_text(block), &source[range.clone()]);
+        assert_eq!(doc.find_block(&block.id).unwrap().id, block.id);
     }
     for options in [
         OutlineOptions::default(),

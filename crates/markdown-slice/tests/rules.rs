@@ -188,3 +188,38 @@ fn emoji_and_punctuation_headings_are_reached_by_their_text() {
     assert!(outline.ends_with("\n  - 🚀 (~5 tok)\n"), "{outline}");
     fetchable_fragments(&doc, &OutlineOptions::default());
 }
+
+#[test]
+fn a_callout_is_not_a_heading() {
+    let doc = Document::parse(
+        "# Note\n\n> [!note] A callout title\n> Callouts are not headings.\n\n> [!warning]- Folded\n> body\n",
+    );
+    let texts: Vec<&str> = doc.headings().iter().map(|h| h.text.as_str()).collect();
+    assert_eq!(texts, ["Note"]);
+    let outline = doc.outline(&OutlineOptions::default());
+    assert_eq!(outline.entries.len(), 1, "{outline}");
+    assert!(doc.find_anchor("A callout title").is_err());
+}
+
+#[test]
+fn a_heading_path_finds_the_sub_under_that_heading() {
+    let text = "# Roadmap\n## Phase 1\n### Status\nDone.\n## Phase 2\n### Notes\n#### Status\nOpen.\n### Status\nLate.\n";
+    let doc = Document::parse(text);
+    let anchor = |q: &str| doc.find_anchor(q).map(|h| h.anchor.clone().unwrap());
+    // Alone, the first `Status`; under a heading, the first one inside that heading's
+    // section, at any depth; each step by the usual lookup order.
+    assert_eq!(anchor("Status").unwrap(), "status");
+    assert_eq!(anchor("Phase 2#Status").unwrap(), "status-1");
+    assert_eq!(anchor("#phase-2#notes#status").unwrap(), "status-1");
+    assert_eq!(anchor("Roadmap#Phase 1#Status").unwrap(), "status");
+    assert_eq!(anchor("phase 2#Notes").unwrap(), "notes");
+    assert_eq!(anchor("Phase%202#Status").unwrap(), "status-1");
+    // A step that names nothing under its parent says so, with the anchors there.
+    let miss = doc.find_anchor("Phase 1#Notes").unwrap_err();
+    assert_eq!(miss.query, "Phase 1#Notes");
+    assert_eq!(miss.nearest, ["status"]);
+    // A heading whose own text holds `#` is found first as itself.
+    let sharp = Document::parse("# C# notes\n## Sub\n");
+    assert_eq!(sharp.find_anchor("C# notes").unwrap().text, "C# notes");
+    assert_eq!(sharp.find_anchor("C# notes#Sub").unwrap().text, "Sub");
+}

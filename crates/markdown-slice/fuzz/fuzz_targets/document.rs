@@ -41,6 +41,10 @@ fuzz_target!(|data: &[u8]| {
         let _ = markdown_slice::resolve("/dir/doc.md", &link.dest);
         let _ = doc.section_anchor_at(link.range.start);
     }
+    for block in doc.blocks() {
+        assert_eq!(doc.block_text(block), &source[block.range.clone()]);
+        assert_eq!(doc.find_block(&block.id).map(|b| &b.id), Ok(&block.id));
+    }
     let hashes = doc.section_hashes();
     assert!(diff_sections(&hashes, &hashes).is_empty());
     let _ = doc.title();
