@@ -360,7 +360,10 @@ async fn a_block_id_fetches_that_block_and_its_delivery_key_is_the_block() {
     assert_eq!(again.status(), "unchanged", "{}", again.text);
     let item = mcp.fetch("/Beta.md#^beta-item").await;
     assert_eq!(item.status(), "ok", "{}", item.text);
-    assert_eq!(item.body().trim_end(), "- a list item with its own id ^beta-item");
+    assert_eq!(
+        item.body().trim_end(),
+        "- a list item with its own id ^beta-item"
+    );
     // A block inside a subsection, and several parts in one call.
     let parts = mcp
         .call(
@@ -471,7 +474,11 @@ async fn the_wiki_link_form_names_a_note_as_a_url() {
         "{}",
         missing.text
     );
-    assert!(!missing.body().trim_end().contains('\n'), "{}", missing.text);
+    assert!(
+        !missing.body().trim_end().contains('\n'),
+        "{}",
+        missing.text
+    );
     let here = mcp.fetch("[[#Details]]").await;
     assert!(
         here.is_error

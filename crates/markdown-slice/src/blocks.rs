@@ -13,7 +13,7 @@ use std::ops::Range;
 use pulldown_cmark::{Event, Tag};
 
 use crate::document::Document;
-use crate::find::nearest;
+use crate::find::{nearest, nearest_list};
 
 /// A block of the document that carries an id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,21 +27,12 @@ pub struct Block {
 
 /// No block has the id; the nearest ids, best first, for the caller's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("block ^{query} not found; nearest: {}", nearest_list(.nearest))]
+#[error("block ^{query} not found; nearest: {}", nearest_list(.nearest, "^", "(the document has no block ids)"))]
 pub struct BlockMiss {
     /// What was asked for, without `#` or `^`.
     pub query: String,
     /// Up to 8 ids of the document, most similar first (empty when it has none).
     pub nearest: Vec<String>,
-}
-
-fn nearest_list(nearest: &[String]) -> String {
-    if nearest.is_empty() {
-        "(the document has no block ids)".to_string()
-    } else {
-        let ids: Vec<String> = nearest.iter().map(|id| format!("^{id}")).collect();
-        ids.join(", ")
-    }
 }
 
 impl<S: AsRef<str>> Document<S> {

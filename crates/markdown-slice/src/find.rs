@@ -14,7 +14,7 @@ const PATH_LOOKUPS: usize = 64;
 
 /// No heading matched; the nearest anchors, best first, for the caller's message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("section #{query} not found; nearest: {}", nearest_list(.nearest))]
+#[error("section #{query} not found; nearest: {}", nearest_list(.nearest, "", "(the document has no headings)"))]
 pub struct AnchorMiss {
     /// What was asked for, without a leading `#`.
     pub query: String,
@@ -22,12 +22,13 @@ pub struct AnchorMiss {
     pub nearest: Vec<String>,
 }
 
-fn nearest_list(nearest: &[String]) -> String {
+/// `a, b, c`, each name after `prefix` (`^` for block ids), or `none` when there are none.
+pub(crate) fn nearest_list(nearest: &[String], prefix: &str, none: &str) -> String {
     if nearest.is_empty() {
-        "(the document has no headings)".to_string()
-    } else {
-        nearest.join(", ")
+        return none.to_string();
     }
+    let names: Vec<String> = nearest.iter().map(|n| format!("{prefix}{n}")).collect();
+    names.join(", ")
 }
 
 /// Where each heading is found by anchor and by text; built once per parse.
