@@ -701,6 +701,27 @@ mod tests {
         assert_eq!(s.url_of("/a.md"), "mark://local/a.md");
     }
 
+    #[test]
+    fn a_wiki_argument_is_one_wiki_link_as_a_whole() {
+        for link in [
+            "[[Alpha Note]]",
+            "[[Alpha Note#Details|shown]]",
+            "![[Beta#^id]]",
+        ] {
+            assert!(wiki_argument(link).is_some(), "{link}");
+        }
+        for other in [
+            "[[A]] and [[B]]",
+            "see [[A]]",
+            "[[A",
+            "/a.md",
+            "[a](b.md)",
+            "[[]]",
+        ] {
+            assert!(wiki_argument(other).is_none(), "{other}");
+        }
+    }
+
     #[tokio::test]
     async fn a_fresh_entry_is_served_from_the_cache() {
         let s = session();
