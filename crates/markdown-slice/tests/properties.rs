@@ -87,6 +87,10 @@ const FRAGMENTS: &[&str] = &[
     "%20",
     "../",
     "#anchor",
+    " #tag",
+    "#tag/sub",
+    "#1984",
+    "a#b",
 ];
 
 fn markdownish() -> impl Strategy<Value = String> {
@@ -220,6 +224,12 @@ fn check(text: &str) {
         assert!(paragraph.len() <= max);
         let range = doc.first_paragraph_range();
         assert!(paragraph.is_empty() || source[range.unwrap()].starts_with(paragraph));
+    }
+    // Tags are names: never empty, never starting with `#`, each once.
+    let mut seen = HashSet::new();
+    for tag in doc.tags() {
+        assert!(!tag.is_empty() && !tag.starts_with('#'), "{tag:?}");
+        assert!(seen.insert(tag.to_lowercase()), "{tag:?} twice");
     }
     let _ = doc.find_anchor(text);
     let _ = doc.title();
