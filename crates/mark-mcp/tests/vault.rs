@@ -341,13 +341,17 @@ async fn notes_that_appear_and_go_are_seen_without_a_restart() {
     mcp.stop().await;
 }
 
-/// The urls of a lookup's rows (read with `read: 0`, so only rows follow the header).
-fn row_urls(reply: &Reply) -> Vec<&str> {
-    reply
-        .body()
+/// The urls of the rows `mark_lookup` gives for `args` (with `read: 0`, so
+/// only rows follow the header), in rank order.
+async fn lookup_urls(mcp: &Mcp, mut args: serde_json::Value) -> Vec<String> {
+    args["read"] = json!(0);
+    let r = mcp.call("mark_lookup", args).await;
+    assert!(!r.is_error, "{}", r.text);
+    r.body()
         .lines()
         .filter(|l| l.starts_with('/'))
         .filter_map(|l| l.split(" · ").next())
+        .map(str::to_string)
         .collect()
 }
 
@@ -355,22 +359,8 @@ fn row_urls(reply: &Reply) -> Vec<&str> {
 /// documents: tags count for `filter tag=` (a parent takes its nested tags)
 /// and for search, aliases are searched as names, and the card shows both.
 async fn check_tags_and_aliases(mcp: &Mcp) {
-    let tagged = |tag: &str| {
-        let filter = format!("tag={tag}");
-        async move {
-            let r = mcp
-                .call(
-                    "mark_lookup",
-                    json!({ "query": "*", "filter": filter, "read": 0 }),
-                )
-                .await;
-            assert!(!r.is_error, "{}", r.text);
-            row_urls(&r)
-                .iter()
-                .map(|u| u.to_string())
-                .collect::<Vec<_>>()
-        }
-    };
+    let tagged =
+        |tag: &str| lookup_urls(mcp, json!({ "query": "*", "filter": format!("tag={tag}") }));
     // `project` takes the frontmatter `project/alpha` and Home's inline `#project/alpha`.
     assert_eq!(
         tagged("project").await,
@@ -391,10 +381,12 @@ async fn check_tags_and_aliases(mcp: &Mcp) {
         // An inline tag was always a word of its section; now it is the note's own.
         ("reading", "/Home.md"),
     ] {
-        let r = mcp
-            .call("mark_lookup", json!({ "query": query, "read": 0 }))
-            .await;
-        assert_eq!(row_urls(&r).first(), Some(&note), "{query}: {}", r.text);
+        let urls = lookup_urls(mcp, json!({ "query": query })).await;
+        assert_eq!(
+            urls.first().map(String::as_str),
+            Some(note),
+            "{query}: {urls:?}"
+        );
     }
     for (note, aliases, tags) in [
         (
@@ -462,20 +454,7 @@ async fn lookup_follows_notes_created_edited_and_deleted() {
     let dir = tempfile::tempdir().unwrap();
     support::copy_dir(&vault(), dir.path());
     let mcp = Mcp::start(&["--root", dir.path().to_str().unwrap(), "--fresh-for", "1s"]).await;
-    let session = &mcp;
-    let find = |query: &'static str| async move {
-        let r = session
-            .call(
-                "mark_lookup",
-                json!({ "query": query, "match": "body", "read": 0 }),
-            )
-            .await;
-        assert!(!r.is_error, "{}", r.text);
-        row_urls(&r)
-            .iter()
-            .map(|u| u.to_string())
-            .collect::<Vec<_>>()
-    };
+    let find = |query: &str| lookup_urls(&mcp, json!({ "query": query, "match": "body" }));
     let settle = || tokio::time::sleep(std::time::Duration::from_millis(1100));
     assert!(find("heron").await.is_empty(), "the index is built first");
 
