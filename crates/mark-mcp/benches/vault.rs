@@ -5,7 +5,7 @@
 //! release `mark-mcp` twice (mark-bench's rmcp client session over stdio)
 //! and measures from each start: the first `mark_explore` card of a hub note
 //! (it waits for the crawl of the whole vault: `graph complete`) and a warm
-//! card (`force`, graph built; median of 5), then, in the second process,
+//! card (another note's, graph built; median of 5), then, in the second process,
 //! the first `mark_lookup` (the search index of the whole vault is built);
 //! and the resident memory (VmRSS) after the cards, and after the lookup
 //! and a card (index and graph), with its peak (VmHWM).
@@ -45,12 +45,14 @@ async fn start(vault: &Path) -> McpSession {
     McpSession::start(&command).await.unwrap()
 }
 
-fn hub() -> String {
-    format!("/Area 00/{}.md", vault_note_name(0))
+/// The path of note `i` (note 0 is a hub).
+fn note(i: usize) -> String {
+    format!("/Area {:02}/{}.md", i % 40, vault_note_name(i))
 }
 
-async fn card(session: &mut McpSession, force: bool) -> Duration {
-    let args = json!({ "url": hub(), "force": force });
+/// The first card of note `i` in the session (`force` would crawl again).
+async fn card(session: &mut McpSession, i: usize) -> Duration {
+    let args = json!({ "url": note(i) });
     session
         .timed_call("mark_explore", args, "graph complete)")
         .await
@@ -61,10 +63,10 @@ async fn card(session: &mut McpSession, force: bool) -> Duration {
 /// ones), then the first lookup (and a card, for the memory of both).
 async fn round(vault: &Path, notes: usize) -> Round {
     let mut session = start(vault).await;
-    let first_card = card(&mut session, false).await;
+    let first_card = card(&mut session, 0).await;
     let mut warm = Vec::new();
-    for _ in 0..WARM_CARDS {
-        warm.push(card(&mut session, true).await);
+    for i in 1..=WARM_CARDS {
+        warm.push(card(&mut session, i * 7).await);
     }
     let (graph_rss, _) = resident_kib(session.pid().unwrap()).unwrap();
     session.close().await;
@@ -80,7 +82,7 @@ async fn round(vault: &Path, notes: usize) -> Round {
         )
         .await
         .unwrap();
-    card(&mut session, false).await;
+    card(&mut session, 0).await;
     let (rss, peak) = resident_kib(session.pid().unwrap()).unwrap();
     session.close().await;
     Round {
