@@ -92,6 +92,7 @@ pub struct McpSession {
     command: String,
     stderr_tail: Arc<Mutex<String>>,
     calls: Vec<ToolCall>,
+    pid: Option<u32>,
 }
 
 impl std::fmt::Debug for McpSession {
@@ -123,6 +124,7 @@ impl McpSession {
                 what: format!("starting `{shown}`"),
                 source,
             })?;
+        let pid = transport.id();
         let stderr_tail = Arc::new(Mutex::new(String::new()));
         if let Some(mut stderr) = stderr {
             let tail = Arc::clone(&stderr_tail);
@@ -197,7 +199,13 @@ impl McpSession {
             command: shown,
             stderr_tail,
             calls: Vec::new(),
+            pid,
         })
+    }
+
+    /// The server process's id (while it runs), for reading its memory.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
     }
 
     /// The tool names from `tools/list`.
@@ -265,6 +273,25 @@ impl McpSession {
         Ok(call)
     }
 
+    /// Calls `tool` and returns its wall time when the result is no tool
+    /// error and holds `expect`; else an `Err` with what it returned (a
+    /// benchmark times only the answers it meant to).
+    pub async fn timed_call(
+        &mut self,
+        tool: &str,
+        args: Value,
+        expect: &str,
+    ) -> Result<Duration, BenchError> {
+        let call = self.call(tool, args).await?;
+        if call.is_error || !call.text.contains(expect) {
+            return Err(BenchError::Mcp {
+                command: self.command.clone(),
+                why: format!("{tool}: expected `{expect}` in\n{}", call.text),
+            });
+        }
+        Ok(call.wall)
+    }
+
     fn stderr(&self) -> String {
         self.stderr_tail
             .lock()
@@ -297,4 +324,18 @@ fn result_text(result: &CallToolResult) -> String {
     } else {
         texts.join("\n")
     }
+}
+
+/// Resident memory of process `pid` from `/proc/PID/status` (Linux): VmRSS
+/// and VmHWM (its peak), in KiB; `None` where there is no `/proc` or no
+/// such process.
+pub fn resident_kib(pid: u32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
 }

@@ -16,7 +16,7 @@
 
 use mark_bench::{McpSession, ServerCommand};
 use mark_testkit::{LinkShape, MarkServerProcess, UdpRelay, import_store};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -34,41 +34,30 @@ fn corpus() -> PathBuf {
 /// One round's wall times: first fetch, section, card with the crawl.
 type Round = [Duration; 3];
 
-async fn call(session: &mut McpSession, tool: &str, args: Value, expect: &str) -> Duration {
-    let r = session.call(tool, args).await.unwrap();
-    assert!(
-        !r.is_error && r.text.contains(expect),
-        "{tool}: expected `{expect}` in\n{}",
-        r.text
-    );
-    r.wall
-}
-
 async fn round(server: &MarkServerProcess, relay: &UdpRelay) -> Round {
     let args = server.reader_args_via(relay.addr(), &["--timeout", "120s", "--crawl-wait", "300s"]);
     let command = ServerCommand::new(env!("CARGO_BIN_EXE_mark-mcp"), args);
     let mut session = McpSession::start(&command).await.unwrap();
-    let first = call(
-        &mut session,
-        "mark_fetch",
-        json!({"url": "/synopsis.md"}),
-        "status: ok",
-    )
-    .await;
-    let section = call(
-        &mut session,
-        "mark_fetch",
-        json!({"url": "/fs.md#fsreadfilepath-options-callback"}),
-        "fs.readFile(path",
-    )
-    .await;
-    let card = call(
-        &mut session,
-        "mark_explore",
-        json!({"url": "/errors.md"}),
-        "(22; graph complete)",
-    )
-    .await;
+    let first = session
+        .timed_call("mark_fetch", json!({"url": "/synopsis.md"}), "status: ok")
+        .await
+        .unwrap();
+    let section = session
+        .timed_call(
+            "mark_fetch",
+            json!({"url": "/fs.md#fsreadfilepath-options-callback"}),
+            "fs.readFile(path",
+        )
+        .await
+        .unwrap();
+    let card = session
+        .timed_call(
+            "mark_explore",
+            json!({"url": "/errors.md"}),
+            "(22; graph complete)",
+        )
+        .await
+        .unwrap();
     session.close().await;
     [first, section, card]
 }

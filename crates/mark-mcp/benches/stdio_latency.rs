@@ -15,11 +15,11 @@
 //! Numbers in the crate README.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
-use mark_bench::{McpSession, ServerCommand, ToolCall};
+use mark_bench::{McpSession, ServerCommand};
 use mark_client::{Client, ClientConfig, Trust};
 use mark_proto::{MarkUrl, Status};
 use mark_testkit::{MarkServerProcess, import_store};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -124,18 +124,6 @@ fn mark_mcp(server: &MarkServerProcess, extra: &[&str]) -> ServerCommand {
     ServerCommand::new(env!("CARGO_BIN_EXE_mark-mcp"), server.reader_args(extra))
 }
 
-/// Calls `tool` and checks the result is not an error and says `expect`.
-async fn call(session: &mut McpSession, tool: &str, args: Value, expect: &str) -> Duration {
-    let r: ToolCall = session.call(tool, args).await.unwrap();
-    assert!(
-        !r.is_error && r.text.contains(expect),
-        "{tool} {}: expected `{expect}` in\n{}",
-        r.args,
-        r.text
-    );
-    r.wall
-}
-
 impl Rig {
     async fn sample(&mut self, case: Case) -> Duration {
         match case {
@@ -167,60 +155,52 @@ impl Rig {
                 assert_eq!(resp.status, Status::NotModified);
                 wall
             }
-            Case::FetchBody => {
-                call(
-                    &mut self.uncached,
+            Case::FetchBody => self
+                .uncached
+                .timed_call(
                     "mark_fetch",
                     json!({ "url": SMALL, "force": true }),
                     "Ana Lima",
                 )
                 .await
-            }
-            Case::FetchRevalidated => {
-                call(
-                    &mut self.revalidating,
+                .unwrap(),
+            Case::FetchRevalidated => self
+                .revalidating
+                .timed_call(
                     "mark_fetch",
                     json!({ "url": SMALL, "force": true }),
                     "Ana Lima",
                 )
                 .await
-            }
-            Case::RereadRevalidated => {
-                call(
-                    &mut self.revalidating,
-                    "mark_fetch",
-                    json!({ "url": SMALL_REREAD }),
-                    "unchanged",
-                )
+                .unwrap(),
+            Case::RereadRevalidated => self
+                .revalidating
+                .timed_call("mark_fetch", json!({ "url": SMALL_REREAD }), "unchanged")
                 .await
-            }
-            Case::SectionCached => {
-                call(
-                    &mut self.fresh,
+                .unwrap(),
+            Case::SectionCached => self
+                .fresh
+                .timed_call(
                     "mark_fetch",
                     json!({ "url": SECTION, "force": true }),
                     "Paging gateway",
                 )
                 .await
-            }
-            Case::RereadCached => {
-                call(
-                    &mut self.fresh,
-                    "mark_fetch",
-                    json!({ "url": SMALL }),
-                    "unchanged",
-                )
+                .unwrap(),
+            Case::RereadCached => self
+                .fresh
+                .timed_call("mark_fetch", json!({ "url": SMALL }), "unchanged")
                 .await
-            }
-            Case::ExploreWarm => {
-                call(
-                    &mut self.fresh,
+                .unwrap(),
+            Case::ExploreWarm => self
+                .fresh
+                .timed_call(
                     "mark_explore",
                     json!({ "url": CARD, "force": true }),
                     "graph complete",
                 )
                 .await
-            }
+                .unwrap(),
         }
     }
 }
@@ -282,20 +262,14 @@ fn main() {
             small_etag,
         };
         // The first reads deliver; from then on the re-reads are unchanged.
-        call(
-            &mut rig.revalidating,
-            "mark_fetch",
-            json!({ "url": SMALL_REREAD }),
-            "Jonas",
-        )
-        .await;
-        call(
-            &mut rig.fresh,
-            "mark_fetch",
-            json!({ "url": SMALL }),
-            "Ana Lima",
-        )
-        .await;
+        rig.revalidating
+            .timed_call("mark_fetch", json!({ "url": SMALL_REREAD }), "Jonas")
+            .await
+            .unwrap();
+        rig.fresh
+            .timed_call("mark_fetch", json!({ "url": SMALL }), "Ana Lima")
+            .await
+            .unwrap();
         for _ in 0..warmup {
             for case in Case::ALL {
                 rig.sample(case).await;

@@ -592,14 +592,15 @@ fn outline_lines(cached: &CachedDoc) -> Vec<String> {
 /// The header lines every card and page starts with.
 fn header(cached: &CachedDoc) -> ToolText {
     let doc = &cached.doc;
-    let tags = doc
-        .frontmatter()
-        .map(|f| f.tags.join(", "))
-        .filter(|t| !t.is_empty());
+    // Frontmatter and inline tags, and the note's other names, as search sees them.
+    let joined = |names: Vec<&str>| Some(names.join(", ")).filter(|t| !t.is_empty());
+    let tags = joined(doc.tags());
+    let aliases = joined(doc.aliases().iter().map(String::as_str).collect());
     ToolText::new("ok")
         .with_opt("version", cached.identity.version.clone())
         .with_opt("title", doc.title().map(|t| label(t, TITLE_BYTES)))
         .with("size", size_line(doc.source()))
+        .with_opt("aliases", aliases.map(|a| label(&a, TITLE_BYTES)))
         .with_opt("tags", tags.map(|t| label(&t, TITLE_BYTES)))
 }
 

@@ -529,12 +529,115 @@ async fn a_callout_is_not_a_heading_in_the_outline() {
     mcp.stop().await;
 }
 
+/// The urls of the rows `mark_lookup` gives for `args` (with `read: 0`, so
+/// only rows follow the header), in rank order.
+async fn lookup_urls(mcp: &Mcp, mut args: serde_json::Value) -> Vec<String> {
+    args["read"] = json!(0);
+    let r = mcp.call("mark_lookup", args).await;
+    assert!(!r.is_error, "{}", r.text);
+    r.body()
+        .lines()
+        .filter(|l| l.starts_with('/'))
+        .filter_map(|l| l.split(" · ").next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// What tags and aliases do, the same for `--root` and for a Mark server's
+/// documents: tags count for `filter tag=` (a parent takes its nested tags)
+/// and for search, aliases are searched as names, and the card shows both.
+async fn check_tags_and_aliases(mcp: &Mcp) {
+    let tagged =
+        |tag: &str| lookup_urls(mcp, json!({ "query": "*", "filter": format!("tag={tag}") }));
+    // `project` takes the frontmatter `project/alpha` and Home's inline `#project/alpha`.
+    assert_eq!(
+        tagged("project").await,
+        ["/Home.md", "/notes/Alpha%20Note.md"]
+    );
+    assert_eq!(
+        tagged("#Project/Alpha").await,
+        ["/Home.md", "/notes/Alpha%20Note.md"]
+    );
+    assert_eq!(tagged("reading").await, ["/Home.md"], "an inline tag");
+    assert_eq!(tagged("gamma").await, ["/Gamma.md"], "a nested inline tag");
+    for not_tags in ["not-a-tag", "1984", "escaped", "alpha"] {
+        assert!(tagged(not_tags).await.is_empty(), "{not_tags}");
+    }
+    for (query, note) in [
+        ("lodestar", "/Home.md"),
+        ("keystone", "/notes/Alpha%20Note.md"),
+        // An inline tag was always a word of its section; now it is the note's own.
+        ("reading", "/Home.md"),
+    ] {
+        let urls = lookup_urls(mcp, json!({ "query": query })).await;
+        assert_eq!(
+            urls.first().map(String::as_str),
+            Some(note),
+            "{query}: {urls:?}"
+        );
+    }
+    for (note, aliases, tags) in [
+        (
+            "/Home.md",
+            Some("Start page, Front, Lodestar"),
+            "vault, start, project/alpha, reading",
+        ),
+        (
+            "/notes/Alpha Note.md",
+            Some("First note, Keystone"),
+            "notes, project/alpha, inline-tag",
+        ),
+        ("/Gamma.md", None, "gamma/part"),
+    ] {
+        let card = explore(mcp, note).await;
+        assert_eq!(card.field("aliases"), aliases, "{}", card.text);
+        assert_eq!(card.field("tags"), Some(tags), "{}", card.text);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_markdown_rules_hold_for_documents_from_a_mark_server() {
+async fn tags_and_aliases_count_for_filter_search_and_the_card() {
+    let mcp = start().await;
+    check_tags_and_aliases(&mcp).await;
+    mcp.stop().await;
+    // The CLI verbs are the same functions.
+    let root = vault();
+    let root = root.to_str().unwrap();
+    let out = support::run_once([
+        "--root",
+        root,
+        "lookup",
+        "*",
+        "--filter",
+        "tag=project",
+        "--read",
+        "0",
+    ]);
+    let rows = String::from_utf8(out.stdout).unwrap();
+    let urls: Vec<&str> = rows.lines().filter(|l| l.starts_with('/')).collect();
+    assert_eq!(urls.len(), 2, "{rows}");
+    assert!(urls[0].starts_with("/Home.md · ") && urls[1].starts_with("/notes/Alpha%20Note.md · "));
+    let out = support::run_once(["--root", root, "explore", "/Home.md"]);
+    let card = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        card.contains("\naliases: Start page, Front, Lodestar\n"),
+        "{card}"
+    );
+}
+
+/// A copy of the vault served by a real `mark-server --flat`, and a
+/// `mark-mcp` reading it (keep the folder and the server alive).
+async fn over_a_mark_server() -> (tempfile::TempDir, mark_testkit::MarkServerProcess, Mcp) {
     let dir = tempfile::tempdir().unwrap();
     support::copy_dir(&vault(), dir.path());
     let server = mark_testkit::MarkServerProcess::start(dir.path(), &["--flat"]).unwrap();
     let mcp = Mcp::start(&server.reader_args(&[])).await;
+    (dir, server, mcp)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_markdown_rules_hold_for_documents_from_a_mark_server() {
+    let (_dir, _server, mcp) = over_a_mark_server().await;
     // Wiki links by name on the card: [[Beta]] in notes/ is the root's Beta,
     // [[Index]] the note's own folder's.
     let card = explore(&mcp, "/notes/Alpha%20Note.md").await;
@@ -562,5 +665,42 @@ async fn the_markdown_rules_hold_for_documents_from_a_mark_server() {
         )
         .await;
     assert!(!outline.text.contains("allout"), "{}", outline.text);
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tags_and_aliases_of_a_mark_server_s_documents_work_the_same() {
+    let (_dir, _server, mcp) = over_a_mark_server().await;
+    check_tags_and_aliases(&mcp).await;
+    mcp.stop().await;
+}
+
+/// A note created, edited and deleted under a running `mark-mcp --root` is
+/// found, found by its new text, and gone in `mark_lookup` within `--fresh-for`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookup_follows_notes_created_edited_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    support::copy_dir(&vault(), dir.path());
+    let mcp = Mcp::start(&["--root", dir.path().to_str().unwrap(), "--fresh-for", "1s"]).await;
+    let find = |query: &str| lookup_urls(&mcp, json!({ "query": query, "match": "body" }));
+    let settle = || tokio::time::sleep(std::time::Duration::from_millis(1100));
+    assert!(find("heron").await.is_empty(), "the index is built first");
+
+    let note = dir.path().join("notes/Bird Log.md");
+    std::fs::write(&note, "# Bird log\n\nA heron by the weir.\n").unwrap();
+    settle().await;
+    assert_eq!(find("heron").await, ["/notes/Bird%20Log.md#bird-log"]);
+
+    std::fs::write(&note, "# Bird log\n\nA kingfisher by the weir.\n").unwrap();
+    settle().await;
+    assert_eq!(find("kingfisher").await, ["/notes/Bird%20Log.md#bird-log"]);
+    assert!(find("heron").await.is_empty(), "the old text is gone");
+
+    std::fs::remove_file(&note).unwrap();
+    settle().await;
+    assert!(
+        find("kingfisher").await.is_empty(),
+        "a deleted note is gone"
+    );
     mcp.stop().await;
 }

@@ -12,6 +12,11 @@
 //! rarer the words it holds; catalog rows still need every word. Body mode
 //! always works on sections and adds a snippet.
 //!
+//! A document's "title" here is its title and its aliases (frontmatter
+//! `aliases`, `alias`); its tags are the frontmatter's and the inline
+//! `#tags` of its body (markdown-slice's rule), and `filter: tag=x` also
+//! takes tags nested under `x` (`x/y`).
+//!
 //! Ranking: tantivy's BM25 over weighted fields (see `text_index`),
 //! scaled by `0.7 + 0.3 × importance` (frontmatter `importance` in 0..=1,
 //! else 0.5); ties break by path, then anchor. A section that holds a word
@@ -32,7 +37,7 @@ use crate::store::{Stamp, Store};
 use crate::text_index::{DocumentEntry, SectionEntry, SectionHits, TextIndex};
 use mark_proto::lookup::{LookupRow, LookupTable, query_words, word_spans};
 use mark_proto::{Metadata, Response, Status};
-use markdown_slice::Document;
+use markdown_slice::{Document, tag_matches};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io;
 use std::time::{Duration, SystemTime};
@@ -64,7 +69,8 @@ pub enum Terms {
 /// One `filter` clause; all clauses must hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Filter {
-    /// `tag=x`: the document has tag `x` (case-insensitive).
+    /// `tag=x`: the document has tag `x` or one nested under it (`x/y`),
+    /// frontmatter or inline, case-insensitively (markdown-slice's rule).
     Tag(String),
     /// `modified-after=T`: modified strictly after T (RFC 3339 or a date).
     ModifiedAfter(i64),
@@ -230,9 +236,26 @@ struct ParsedSection<'a> {
 /// that parses (with `markdown-slice`).
 struct Parsed<'a> {
     title: String,
+    /// Frontmatter and inline tags (markdown-slice's rule).
     tags: Vec<String>,
+    /// Other names of the note (frontmatter `aliases`, `alias`).
+    aliases: Vec<String>,
     importance: f64,
     sections: Vec<ParsedSection<'a>>,
+}
+
+impl Parsed<'_> {
+    /// What the index's title field holds, for the catalog row and every
+    /// section: the title, the aliases (names of the note, searched as its
+    /// title is) and the tags.
+    fn catalog_text(&self) -> String {
+        format!(
+            "{} {} {}",
+            self.title,
+            self.aliases.join(" "),
+            self.tags.join(" ")
+        )
+    }
 }
 
 fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
@@ -243,15 +266,8 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .map_or_else(|| path.name().unwrap_or("").to_string(), str::to_string);
-    let tags: Vec<String> = fm
-        .map(|f| {
-            f.tags
-                .iter()
-                .map(|t| t.trim().to_string())
-                .filter(|t| !t.is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
+    let tags: Vec<String> = doc.tags().into_iter().map(str::to_string).collect();
+    let aliases = doc.aliases().to_vec();
     let importance = fm
         .and_then(|f| f.extra.get("importance"))
         .and_then(|v| v.trim().parse::<f64>().ok())
@@ -292,6 +308,7 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
     Parsed {
         title,
         tags,
+        aliases,
         importance,
         sections,
     }
@@ -532,7 +549,7 @@ impl Catalog {
         self.forget(path)?;
         let parsed = parse_document(path, source);
         let encoded = path.encoded();
-        let meta_text = format!("{} {}", parsed.title, parsed.tags.join(" "));
+        let meta_text = parsed.catalog_text();
         let doc_ord = self.take_ord(path, None);
         let mut sections = Vec::with_capacity(parsed.sections.len());
         let indexed = !stamp.archived;
@@ -862,7 +879,7 @@ impl DocumentIndex {
 
 fn passes(doc: &IndexedDoc, filters: &[Filter]) -> bool {
     filters.iter().all(|f| match f {
-        Filter::Tag(tag) => doc.tags.iter().any(|t| t.to_lowercase() == *tag),
+        Filter::Tag(tag) => doc.tags.iter().any(|t| tag_matches(t, tag)),
         Filter::ModifiedAfter(t) => doc.modified.is_some_and(|m| m > *t),
         Filter::ModifiedBefore(t) => doc.modified.is_some_and(|m| m < *t),
     })

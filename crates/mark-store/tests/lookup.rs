@@ -637,3 +637,48 @@ fn a_document_index_answers_as_the_engine_does() {
     let bad = index.lookup(&Request::new(Verb::Lookup, "/").with_meta("query", "a"));
     assert_eq!(bad.status, Status::BadRequest);
 }
+
+/// #16: frontmatter and inline tags count for `tag=` (a parent takes its
+/// nested tags) and for the catalog; aliases are searched as names.
+#[test]
+fn inline_and_nested_tags_filter_and_aliases_are_searched_as_names() {
+    let s = store();
+    ok(&s.publish(
+        "/vault/home.md",
+        "---\naliases: [Front page]\ntags: [start]\n---\n# Home\n\nPlans: #project/alpha and #reading; `#not-a-tag` is code.\n",
+    ));
+    ok(&s.publish(
+        "/vault/alpha.md",
+        "---\ntags: [project/alpha]\n---\n# Alpha\n\nText.\n",
+    ));
+    ok(&s.publish("/vault/other.md", "# Other\n\nAbout #projects only.\n"));
+    let tagged = |tag: &str| {
+        let filter = format!("tag={tag}");
+        targets(&lookup(
+            &s,
+            "/vault/",
+            &[("query", "*"), ("filter", filter.as_str())],
+        ))
+    };
+    assert_eq!(tagged("project"), ["/vault/alpha.md", "/vault/home.md"]);
+    assert_eq!(
+        tagged("Project/Alpha"),
+        ["/vault/alpha.md", "/vault/home.md"]
+    );
+    assert_eq!(tagged("reading"), ["/vault/home.md"]);
+    assert_eq!(tagged("start"), ["/vault/home.md"]);
+    assert!(tagged("not-a-tag").is_empty(), "code holds no tag");
+    assert!(tagged("alpha").is_empty(), "a child is not its parent");
+    let home = table(&lookup(&s, "/vault/", &[("query", "reading")]));
+    assert_eq!(
+        home.rows[0].target(),
+        "/vault/home.md",
+        "an inline tag is a catalog word"
+    );
+    assert_eq!(home.rows[0].tags, ["start", "project/alpha", "reading"]);
+    assert_eq!(
+        targets(&lookup(&s, "/", &[("query", "front page")])),
+        ["/vault/home.md"],
+        "an alias is found as the note's name"
+    );
+}

@@ -1,5 +1,6 @@
-//! A generated tree of linked markdown documents, for benchmarks that need
-//! many documents (explore's crawl, LOOKUP's index).
+//! Generated trees of linked markdown documents, for benchmarks that need
+//! many documents (explore's crawl, LOOKUP's index): a web-style tree
+//! and an Obsidian-style vault.
 
 use std::io;
 use std::path::Path;
@@ -37,6 +38,54 @@ pub fn write_linked_tree(root: &Path, docs: usize) -> io::Result<()> {
             }
             std::fs::write(folder.join(format!("d{d:03}.md")), text)?;
         }
+    }
+    Ok(())
+}
+
+/// The name of note `i` of [`write_vault`] (a file name with spaces, no
+/// `.md`): what a wiki link to it says.
+pub fn vault_note_name(i: usize) -> String {
+    format!("Topic {i:05} field notes")
+}
+
+/// Writes an Obsidian-style vault of `notes` notes into `root`: 40 folders
+/// `Area NN/` of `Topic NNNNN field notes.md` (~1 KB each: frontmatter tags
+/// and an alias, a title, an opening paragraph with an inline tag, two
+/// `## Part N` sections) with 10 wiki links by note name each (plain,
+/// `#Part 1` headings and `|shown text`), 8 to notes of other folders and
+/// 2 to one of 20 hub notes (the first 20 notes).
+pub fn write_vault(root: &Path, notes: usize) -> io::Result<()> {
+    let notes = notes.max(21);
+    for area in 0..40 {
+        std::fs::create_dir_all(root.join(format!("Area {area:02}")))?;
+    }
+    for i in 0..notes {
+        let name = vault_note_name(i);
+        let mut text = format!(
+            "---\ntags: [area-{area}, field]\naliases: [Note {i}]\n---\n# {name}\n\n\
+             The opening paragraph of note {i}, written the way a person keeps notes, \
+             #status/draft, long enough to be cut like a real one would be.\n",
+            area = i % 40
+        );
+        for part in 0..2 {
+            text.push_str(&format!("\n## Part {part}\n\nText of part {part}. See "));
+            for l in 0..5 {
+                let k = part * 5 + l;
+                let target = if k < 2 {
+                    (i + k) % 20
+                } else {
+                    (i * 7 + k * 131 + 1) % notes
+                };
+                let target = vault_note_name(target);
+                match l % 3 {
+                    0 => text.push_str(&format!("[[{target}]], ")),
+                    1 => text.push_str(&format!("[[{target}#Part 1]], ")),
+                    _ => text.push_str(&format!("[[{target}|that note]], ")),
+                }
+            }
+            text.push_str("and more.\n");
+        }
+        std::fs::write(root.join(format!("Area {:02}/{name}.md", i % 40)), text)?;
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ use crate::find::HeadingIndex;
 use crate::frontmatter::{self, Frontmatter};
 use crate::links::{Link, LinkKind};
 use crate::slug::Slugger;
+use crate::tags;
 
 /// One heading of the document.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +53,8 @@ pub struct Document<S: AsRef<str>> {
     links: Vec<Link>,
     blocks: Vec<Block>,
     first_paragraph: Option<Range<usize>>,
+    /// The inline `#tags` of the body, their `#` excluded, in order (repeats included).
+    inline_tags: Vec<Range<usize>>,
     index: HeadingIndex,
 }
 
@@ -96,6 +99,7 @@ impl<S: AsRef<str>> Document<S> {
             links: scan.links,
             blocks: scan.blocks,
             first_paragraph: scan.first_paragraph,
+            inline_tags: scan.inline_tags,
             source,
         }
     }
@@ -138,6 +142,23 @@ impl<S: AsRef<str>> Document<S> {
                     .find(|h| h.level == 1)
                     .map(|h| h.text.as_str())
             })
+    }
+
+    /// The document's tags as Obsidian reads them: the frontmatter's `tags`, then the
+    /// body's inline `#tag` and nested `#tag/sub` (never in code, a URL or a link), each
+    /// once (tags are case-insensitive; the first spelling is kept), without the `#`.
+    pub fn tags(&self) -> Vec<&str> {
+        let front = self.frontmatter.iter().flat_map(|f| f.tags.iter());
+        let inline = self.inline_tags.iter().map(|r| &self.source()[r.clone()]);
+        tags::distinct(front.map(String::as_str).chain(inline))
+    }
+
+    /// The frontmatter's `aliases` and `alias`: other names of the note.
+    pub fn aliases(&self) -> &[String] {
+        self.frontmatter
+            .as_ref()
+            .map(|f| f.aliases.as_slice())
+            .unwrap_or_default()
     }
 
     /// Every heading, in document order.
@@ -218,6 +239,7 @@ struct Scan {
     links: Vec<Link>,
     blocks: Vec<Block>,
     first_paragraph: Option<Range<usize>>,
+    inline_tags: Vec<Range<usize>>,
 }
 
 fn scan(source: &str, body: Range<usize>) -> Scan {
@@ -235,11 +257,16 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
     // top-level.
     let mut containers: Vec<Option<usize>> = Vec::new();
     let mut blocks = BlockScan::new(source);
+    // Plain text outside code and links, where inline tags live; adjacent runs joined.
+    let mut text_runs: Vec<Range<usize>> = Vec::new();
+    let mut code_blocks = 0usize;
 
     let parser = Parser::new_ext(&source[body.clone()], parser_options());
     for (event, range) in parser.into_offset_iter() {
         let range = range.start + base..range.end + base;
         blocks.event(&event, &range);
+        // Code spans hold no tags; only plain text does.
+        let is_text = matches!(event, Event::Text(_));
         match event {
             Event::Start(tag) => {
                 let container = match &tag {
@@ -275,6 +302,7 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
                     } => {
                         open_links.push(Link::new(link_type, &dest_url, range.clone(), true));
                     }
+                    Tag::CodeBlock(_) => code_blocks += 1,
                     _ => {}
                 }
                 containers.push(container);
@@ -291,10 +319,17 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
                     TagEnd::Link | TagEnd::Image => {
                         links.extend(open_links.pop());
                     }
+                    TagEnd::CodeBlock => code_blocks = code_blocks.saturating_sub(1),
                     _ => {}
                 }
             }
             Event::Text(text) | Event::Code(text) => {
+                if is_text && code_blocks == 0 && open_links.is_empty() {
+                    match text_runs.last_mut() {
+                        Some(last) if last.end == range.start => last.end = range.end,
+                        _ => text_runs.push(range.clone()),
+                    }
+                }
                 // An image's alt text is not part of the heading's text on GitHub.
                 let in_image = open_links.iter().any(|link| link.is_image);
                 if let Some(open) = heading.as_mut().filter(|_| !in_image) {
@@ -323,6 +358,7 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
         links,
         blocks: blocks.finish(),
         first_paragraph,
+        inline_tags: tags::inline_tags(source, &text_runs),
     }
 }
 

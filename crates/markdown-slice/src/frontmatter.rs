@@ -17,8 +17,12 @@ use yaml_serde::Value;
 pub struct Frontmatter {
     /// `title:` as a string, if present and a scalar.
     pub title: Option<String>,
-    /// `tags:` as a YAML list or a comma-separated string; empty when absent.
+    /// `tags:` as a YAML list or a comma-separated string, a leading `#` dropped; empty
+    /// when absent.
     pub tags: Vec<String>,
+    /// `aliases:` and `alias:` (Obsidian's older key), each a YAML list or a
+    /// comma-separated string: other names of the note; empty when absent.
+    pub aliases: Vec<String>,
     /// Every other top-level key, with its value rendered as a string (scalars as written,
     /// lists of scalars joined with `, `, anything else as compact YAML).
     pub extra: BTreeMap<String, String>,
@@ -137,7 +141,14 @@ fn read_yaml(yaml: &str) -> Frontmatter {
         let Some(key) = scalar(&key) else { continue };
         match key.as_str() {
             "title" => frontmatter.title = scalar(&value),
-            "tags" => frontmatter.tags = tags(&value),
+            "tags" => {
+                frontmatter.tags = string_list(&value)
+                    .into_iter()
+                    .map(|t| t.trim_start_matches('#').to_string())
+                    .filter(|t| !t.is_empty())
+                    .collect();
+            }
+            "aliases" | "alias" => frontmatter.aliases.extend(string_list(&value)),
             _ => {
                 frontmatter.extra.insert(key, render(&value));
             }
@@ -157,7 +168,8 @@ fn scalar(value: &Value) -> Option<String> {
     }
 }
 
-fn tags(value: &Value) -> Vec<String> {
+/// A YAML list of scalars, or a comma-separated string, as trimmed non-empty strings.
+fn string_list(value: &Value) -> Vec<String> {
     match value {
         Value::Sequence(items) => items
             .iter()
@@ -210,6 +222,15 @@ mod tests {
         assert_eq!(&src[body..], "# Body\n");
         assert_eq!(fm.range, 0..body);
         assert_eq!(fm.yaml_error, None);
+    }
+
+    #[test]
+    fn aliases_and_alias_as_list_or_string_and_tags_without_hash() {
+        let src = "---\naliases: [Start page, Front]\nalias: Home base\ntags: '#a, b'\n---\n";
+        let fm = split(src).0.unwrap();
+        assert_eq!(fm.aliases, ["Start page", "Front", "Home base"]);
+        assert_eq!(fm.tags, ["a", "b"]);
+        assert!(fm.extra.is_empty(), "{:?}", fm.extra);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Parse a markdown document once into what an agent needs to navigate it: the heading tree
 //! with GitHub-style anchors, byte-exact sections, a bounded outline, the opening paragraph,
-//! links (with a resolver for their destinations), the YAML frontmatter and per-section
-//! content hashes.
+//! links (with a resolver for their destinations), the YAML frontmatter, tags and aliases
+//! (Obsidian's rules) and per-section content hashes.
 //!
 //! Everything is a byte range into the source the [`Document`] holds (`&str`, `String`,
 //! `Arc<str>`, …): no part of the body is copied. Parsing is one pass over
@@ -67,6 +67,7 @@ mod links;
 mod outline;
 mod paragraph;
 mod slug;
+mod tags;
 mod tokens;
 
 pub use blocks::{Block, BlockMiss};
@@ -78,4 +79,5 @@ pub use links::{Link, LinkKind, Target, resolve, unicode_form};
 pub use outline::{Outline, OutlineEntry, OutlineOptions};
 pub use paragraph::OPENING_PARAGRAPH_BYTES;
 pub use slug::slugify;
+pub use tags::tag_matches;
 pub use tokens::estimate_tokens;

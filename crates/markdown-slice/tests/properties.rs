@@ -89,6 +89,10 @@ const FRAGMENTS: &[&str] = &[
     "#anchor",
     " ^blk-1",
     "^id",
+    " #tag",
+    "#tag/sub",
+    "#1984",
+    "a#b",
 ];
 
 fn markdownish() -> impl Strategy<Value = String> {
@@ -229,6 +233,12 @@ fn check(text: &str) {
         assert!(paragraph.len() <= max);
         let range = doc.first_paragraph_range();
         assert!(paragraph.is_empty() || source[range.unwrap()].starts_with(paragraph));
+    }
+    // Tags are names: never empty, never starting with `#`, each once.
+    let mut seen = HashSet::new();
+    for tag in doc.tags() {
+        assert!(!tag.is_empty() && !tag.starts_with('#'), "{tag:?}");
+        assert!(seen.insert(tag.to_lowercase()), "{tag:?} twice");
     }
     let _ = doc.find_anchor(text);
     let _ = doc.title();
