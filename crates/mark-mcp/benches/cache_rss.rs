@@ -5,7 +5,19 @@
 //! tree (the unbounded baseline). Every document is fetched in outline mode
 //! and then one of its sections, so the cache fills and evicts. The process's
 //! resident memory is read from `/proc/PID/status` (VmRSS, and VmHWM, its
-//! peak) after the handshake, after a warm-up and at the end.
+//! peak) after the handshake, after a warm-up, after the reads and after
+//! body lookups (their rows only, `read: 0`, so the cache is not touched;
+//! the index lives in the server, whose resident memory is read before and
+//! after all lookups).
+//!
+//! Search in use: the release `mark-mcp` over the same tree as a `--root`
+//! (its own index, no crawl: `--crawl-docs 1`), and over the explore
+//! bench's generated 100,000-file tree (`mark_testkit::write_linked_tree`),
+//! each with the index in memory (`--index-ram-bytes 1GiB`) and on disk
+//! (`--index-ram-bytes 0`, memory-mapped files): resident memory after
+//! start, after the first lookup (which builds the index, timed), after
+//! all lookups, its peak, and at the end what of it is anonymous (heap)
+//! and what file-backed (mapped index files the kernel may drop).
 //!
 //! The binary exposes no figure of its cache, so the same reads also go
 //! through the library's `Session` in this process, whose
@@ -98,17 +110,19 @@ fn doc_path(d: usize) -> String {
     format!("/f{}/d{d:03}.md", d % 8)
 }
 
+/// A field of `/proc/PID/status` in KiB (`VmRSS:`, `VmHWM:`, `RssAnon:`, …).
+fn status_kib(pid: u32, name: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /proc/{pid}/status"))
+}
+
 /// VmRSS and VmHWM of `pid`, in KiB.
 fn memory_kib(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in /proc/{pid}/status"))
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    (status_kib(pid, "VmRSS:"), status_kib(pid, "VmHWM:"))
 }
 
 /// The newest live `mark-mcp` child of this process: the session does not
@@ -162,6 +176,40 @@ struct Run {
     warm: u64,
     end: u64,
     peak: u64,
+    after_lookups: u64,
+}
+
+/// Body lookups, any word, on the generated tree of large documents.
+const LOOKUPS: [&str; 8] = [
+    "harbour tide",
+    "sensor reading buffer",
+    "ferry gauge quay",
+    "alert dashboard",
+    "island probe window",
+    "retention metric",
+    "ingest alert tide",
+    "document generated",
+];
+
+/// Body lookups on the linked tree (the lookup bench's query set).
+const LINKED_LOOKUPS: [&str; 6] = [
+    "opening paragraph",
+    "document 42 folder 7",
+    "hub 7",
+    "text of part 2",
+    "cut like a real one",
+    "doc 12-40",
+];
+
+fn lookup_args(query: &str) -> serde_json::Value {
+    json!({ "query": query, "match": "body", "read": 0 })
+}
+
+async fn lookups(session: &mut McpSession, queries: &[&str]) {
+    for q in queries {
+        let r = session.call("mark_lookup", lookup_args(q)).await.unwrap();
+        assert!(!r.is_error && r.text.contains('#'), "{q}: {}", r.text);
+    }
 }
 
 async fn binary_run(server: &MarkServerProcess, bound: usize, docs: usize) -> Run {
@@ -194,6 +242,8 @@ async fn binary_run(server: &MarkServerProcess, bound: usize, docs: usize) -> Ru
         }
     }
     let (end, peak) = memory_kib(pid);
+    lookups(&mut session, &LOOKUPS).await;
+    let after_lookups = memory_kib(pid).0;
     session.close().await;
     Run {
         bound,
@@ -201,6 +251,69 @@ async fn binary_run(server: &MarkServerProcess, bound: usize, docs: usize) -> Ru
         warm,
         end,
         peak,
+        after_lookups,
+    }
+}
+
+/// Resident memory of a `--root` run with search in use, in KiB.
+struct SearchRun {
+    tree: &'static str,
+    on_disk: bool,
+    startup: u64,
+    first: u64,
+    first_seconds: f64,
+    after: u64,
+    peak: u64,
+    anon: u64,
+    file: u64,
+}
+
+async fn search_run(
+    tree: &'static str,
+    root: &std::path::Path,
+    queries: &[&str],
+    on_disk: bool,
+) -> SearchRun {
+    let index_dir = tempfile::tempdir().unwrap();
+    let mut args: Vec<String> = vec![
+        "--root".into(),
+        root.display().to_string(),
+        "--crawl-docs".into(),
+        "1".into(),
+        "--index-dir".into(),
+        index_dir.path().display().to_string(),
+        "--index-ram-bytes".into(),
+    ];
+    args.push(if on_disk { "0" } else { "1GiB" }.into());
+    let command = ServerCommand::new(env!("CARGO_BIN_EXE_mark-mcp"), args);
+    let mut session = McpSession::start(&command).await.unwrap();
+    let pid = mark_mcp_child();
+    let startup = memory_kib(pid).0;
+    let started = Instant::now();
+    lookups(&mut session, &queries[..1]).await;
+    let first_seconds = started.elapsed().as_secs_f64();
+    let first = memory_kib(pid).0;
+    lookups(&mut session, &queries[1..]).await;
+    lookups(&mut session, queries).await;
+    let (after, peak) = memory_kib(pid);
+    let (anon, file) = (status_kib(pid, "RssAnon:"), status_kib(pid, "RssFile:"));
+    let folders = std::fs::read_dir(index_dir.path()).unwrap().count();
+    assert_eq!(
+        folders,
+        usize::from(on_disk),
+        "an index folder only on disk"
+    );
+    session.close().await;
+    SearchRun {
+        tree,
+        on_disk,
+        startup,
+        first,
+        first_seconds,
+        after,
+        peak,
+        anon,
+        file,
     }
 }
 
@@ -266,25 +379,36 @@ fn main() {
         .sum();
     let store = import_store(tree.path()).unwrap();
     let server = MarkServerProcess::start::<&str>(store.path(), &[]).unwrap();
+    let server_before = memory_kib(server.child.id()).0;
     let bounds = [1_000_000, 8_000_000, UNBOUNDED];
+    let linked_docs = if benching { 100_000 } else { 1_000 };
+    let linked = tempfile::tempdir().unwrap();
+    mark_testkit::write_linked_tree(linked.path(), linked_docs).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (runs, accounts) = rt.block_on(async {
+    let (runs, accounts, searches) = rt.block_on(async {
         let mut runs = Vec::new();
         let mut accounts = Vec::new();
         for bound in bounds {
             runs.push(binary_run(&server, bound, docs).await);
             accounts.push(accounted_run(&server, bound, docs).await);
         }
-        (runs, accounts)
+        let mut searches = Vec::new();
+        for on_disk in [false, true] {
+            searches.push(search_run("large documents", tree.path(), &LOOKUPS, on_disk).await);
+            searches.push(search_run("linked tree", linked.path(), &LINKED_LOOKUPS, on_disk).await);
+        }
+        (runs, accounts, searches)
     });
+    let server_after = memory_kib(server.child.id()).0;
     println!(
         "cache_rss: {docs} documents, {:.1} MiB of markdown; each read in outline mode, then one section\n",
         tree_bytes as f64 / (1024.0 * 1024.0)
     );
     println!(
-        "| --cache-bytes | RSS after start MiB | after {WARMUP_DOCS} docs | at end | peak (VmHWM) | end − start | peak − start | cache's own max bytes_used (in process) |"
+        "| --cache-bytes | RSS after start MiB | after {WARMUP_DOCS} docs | at end | peak (VmHWM) | end − start | peak − start | after {} lookups | cache's own max bytes_used (in process) |",
+        LOOKUPS.len()
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (run, (most, _end)) in runs.iter().zip(&accounts) {
         let bound = if run.bound == UNBOUNDED {
             "1 GiB (unbounded)".to_string()
@@ -292,14 +416,59 @@ fn main() {
             format!("{} MB", run.bound / 1_000_000)
         };
         println!(
-            "| {bound} | {} | {} | {} | {} | {} | {} | {:.2} MB |",
+            "| {bound} | {} | {} | {} | {} | {} | {} | {} | {:.2} MB |",
             mib(run.startup),
             mib(run.warm),
             mib(run.end),
             mib(run.peak),
             mib(run.end.saturating_sub(run.startup)),
             mib(run.peak.saturating_sub(run.startup)),
+            mib(run.after_lookups),
             *most as f64 / 1_000_000.0
         );
     }
+    println!(
+        "\nmark-server (holds the index of these lookups): RSS {} MiB before any lookup, {} MiB after all\n",
+        mib(server_before),
+        mib(server_after)
+    );
+    let linked_bytes = tree_size(linked.path());
+    println!(
+        "search in use, mark-mcp --root: large documents = the tree above; linked tree = {linked_docs} files, {:.1} MiB of markdown\n",
+        linked_bytes as f64 / (1024.0 * 1024.0)
+    );
+    println!(
+        "| tree | index | RSS after start MiB | after first lookup | first lookup s | after all (each query twice) | peak (VmHWM) | at end: anonymous | file-backed |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &searches {
+        println!(
+            "| {} | {} | {} | {} | {:.2} | {} | {} | {} | {} |",
+            r.tree,
+            if r.on_disk { "on disk" } else { "in memory" },
+            mib(r.startup),
+            mib(r.first),
+            r.first_seconds,
+            mib(r.after),
+            mib(r.peak),
+            mib(r.anon),
+            mib(r.file)
+        );
+    }
+}
+
+/// Bytes of the markdown files under `dir`.
+fn tree_size(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                tree_size(&e.path())
+            } else {
+                m.len()
+            }
+        })
+        .sum()
 }

@@ -55,6 +55,14 @@ pub struct Cli {
     /// Memory for cached documents (64MiB, 1MB, or bytes).
     #[arg(long, global = true, default_value = "64MiB", value_name = "BYTES", value_parser = parse_bytes)]
     pub cache_bytes: usize,
+    /// Markdown whose search index (--root) stays in memory; over it the
+    /// index is on disk, memory-mapped, in --index-dir (0: always).
+    #[arg(long, global = true, default_value = "16MiB", value_name = "BYTES", value_parser = parse_bytes)]
+    pub index_ram_bytes: usize,
+    /// Folder for an on-disk search index (default: ~/.cache/mark-mcp, or
+    /// under $XDG_CACHE_HOME).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub index_dir: Option<PathBuf>,
     /// Serve a cached document without asking the source if validated this recently.
     #[arg(long, global = true, default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]
     pub fresh_for: Duration,

@@ -7,6 +7,7 @@ use crate::source::{Source, SourceError};
 use futures::future::BoxFuture;
 use mark_client::{Client, ClientConfig, Token, Trust, parse_fingerprint};
 use mark_proto::{MarkUrl, Request, Response};
+use mark_store::lookup::IndexStorage;
 use mark_store::{Engine, RootKind, StoreMode, TokenStore};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -195,6 +196,13 @@ pub fn from_cli(cli: &Cli) -> Result<Arc<dyn Source>, String> {
             // Files edited behind the engine's back are searched after at most
             // the time a fetched document is trusted.
             source.engine.set_index_recheck(cli.fresh_for);
+            source
+                .engine
+                .set_index_storage(IndexStorage::in_folder_or_cache(
+                    cli.index_dir.clone(),
+                    "mark-mcp",
+                    cli.index_ram_bytes as u64,
+                ));
             return Ok(Arc::new(source));
         }
         Some(SourceChoice::Server(host)) => host,

@@ -457,3 +457,68 @@ fn every_verb_follows_the_one_exit_code_rule() {
         assert_eq!(c, Some(*expected), "{verb:?}: {out}");
     }
 }
+
+/// The index folders under `dir`, each with how many files it holds.
+fn index_folders(dir: &std::path::Path) -> Vec<usize> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| std::fs::read_dir(e.path()).map_or(0, |f| f.count()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// #13: over `--index-ram-bytes` the search index lives in a folder of its
+/// own under `--index-dir` (memory-mapped files), answers as the one in
+/// memory does, and its folder goes when the process ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_index_over_its_ram_bytes_lives_on_disk_and_answers_the_same() {
+    let root = kb().display().to_string();
+    let cache = tempfile::tempdir().unwrap();
+    let (during, after) = (cache.path().join("during"), cache.path().join("after"));
+    let on_disk = |dir: &std::path::Path| {
+        vec![
+            "--root".to_string(),
+            root.clone(),
+            "--index-ram-bytes".into(),
+            "0".into(),
+            "--index-dir".into(),
+            dir.display().to_string(),
+        ]
+    };
+    let query = json!({"query": "dredger harbour", "match": "body", "read": 0});
+    let in_ram = Mcp::start(&["--root", &root]).await;
+    let expected = in_ram.call("mark_lookup", query.clone()).await.text;
+    in_ram.stop().await;
+    let mcp = Mcp::start(&on_disk(&during)).await;
+    assert_eq!(mcp.call("mark_lookup", query).await.text, expected);
+    let folders = index_folders(&during);
+    assert!(
+        folders.len() == 1 && folders[0] > 2,
+        "one index folder with its segment files: {folders:?}"
+    );
+    mcp.stop().await;
+
+    let mut args = on_disk(&after);
+    args.extend(
+        [
+            "lookup",
+            "dredger harbour",
+            "--match",
+            "body",
+            "--read",
+            "0",
+        ]
+        .map(String::from),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (stdout, ok) = run(&args);
+    assert!(ok && stdout.contains("dredger"), "{stdout}");
+    assert!(after.is_dir(), "the folder is made");
+    assert_eq!(
+        index_folders(&after),
+        Vec::<usize>::new(),
+        "its index went with the process"
+    );
+}

@@ -3,6 +3,7 @@
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use mark_server::{Handler, Limits, ServerIdentity};
+use mark_store::lookup::IndexStorage;
 use mark_store::{Engine, Op, RootKind, StoreMode, TokenStore};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -66,6 +67,14 @@ struct ServeArgs {
     /// off with `too-large`.
     #[arg(long, default_value_t = mark_store::DEFAULT_MAX_DOCUMENT_BYTES, value_name = "BYTES")]
     max_document_bytes: usize,
+    /// Markdown (bytes) whose LOOKUP index stays in memory; over it the
+    /// index is kept on disk, memory-mapped, in --index-dir (0: always).
+    #[arg(long, default_value_t = IndexStorage::DEFAULT_RAM_BYTES, value_name = "BYTES")]
+    index_ram_bytes: u64,
+    /// Folder for an on-disk LOOKUP index (default: ~/.cache/mark-server,
+    /// or under $XDG_CACHE_HOME).
+    #[arg(long, value_name = "DIR")]
+    index_dir: Option<PathBuf>,
     /// Test mode: answer LIST as servers from before LIST paging (a March
     /// 2026 demarkus server): paging keys ignored, no `complete` and no
     /// `next-cursor` in the answer.
@@ -287,6 +296,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let engine = Engine::open(&root, mode, tokens)
         .with_context(|| format!("opening {}", root.display()))?
         .with_max_document_bytes(args.max_document_bytes);
+    engine.set_index_storage(IndexStorage::in_folder_or_cache(
+        args.index_dir,
+        "mark-server",
+        args.index_ram_bytes,
+    ));
     let engine = Arc::new(engine);
     let identity = match (&args.cert, &args.key) {
         (Some(cert), Some(key)) => ServerIdentity::load(cert, key)?,

@@ -3,7 +3,7 @@
 use crate::auth::{Denial, Op, TokenStore};
 use crate::clock::{format_rfc3339, parse_rfc3339, unix_seconds};
 use crate::error::StoreError;
-use crate::lookup::{Catalog, LookupQuery};
+use crate::lookup::{Catalog, IndexStorage, LookupQuery};
 use crate::manifest;
 use crate::marker::RootKind;
 use crate::paths::SafePath;
@@ -238,6 +238,12 @@ impl Engine {
     /// seen at once.
     pub fn set_index_recheck(&self, every: Duration) {
         lock(&self.catalog).set_recheck(every);
+    }
+
+    /// Sets where LOOKUP's index lives (see [`IndexStorage`]); without it
+    /// (`None`, the default) the index is always in RAM.
+    pub fn set_index_storage(&self, storage: Option<IndexStorage>) {
+        lock(&self.catalog).set_storage(storage);
     }
 
     /// Sets the server name shown in the generated agent manifest (default:

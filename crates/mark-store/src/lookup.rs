@@ -27,19 +27,27 @@
 //! outrank the sections that say something. Deterministic: no randomness,
 //! sorted output.
 //!
+//! Every match is counted (`total`) and filtered (scope, filters, read
+//! rights: once per document), but only the rows within the limit are
+//! put in order (a selection, then a sort of those) and built.
+//!
 //! The index is kept current by the engine's writes and, for changes made
 //! outside it, by a walk of the store's stamps at most once per re-check
 //! interval; it is never walked per query. `/sha256-…` FETCHes read it too.
+//! It lives in RAM, or past [`IndexStorage::ram_bytes`] of markdown in a
+//! folder of its own (memory-mapped).
 
 use crate::clock::parse_time_or_date;
 use crate::paths::SafePath;
 use crate::store::{Stamp, Store};
-use crate::text_index::{DocumentEntry, SectionEntry, SectionHits, TextIndex};
+use crate::text_index::{DocumentEntry, SectionEntry, TextIndex};
 use mark_proto::lookup::{LookupRow, LookupTable, query_words, word_spans};
 use mark_proto::{Metadata, Response, Status};
 use markdown_slice::{Document, tag_matches};
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io;
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 use tantivy::DocAddress;
 
@@ -217,6 +225,8 @@ struct IndexedDoc {
     content_hash: String,
     /// The catalog row's key.
     ord: u64,
+    /// Its markdown's length (what the index holds of it).
+    bytes: u64,
     sections: Vec<SectionInfo>,
 }
 
@@ -318,7 +328,50 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
 #[derive(Debug, Clone)]
 struct RowKey {
     path: SafePath,
+    /// The key of its document's catalog row (its own, for a catalog row).
+    doc: u64,
     section: Option<usize>,
+}
+
+/// Where LOOKUP's index lives: in RAM while the markdown it holds is at
+/// most `ram_bytes`, then in a folder of its own under `folder`,
+/// memory-mapped, so resident memory no longer grows with the corpus (the
+/// move reads every document again, once). The folder is removed when the
+/// engine is dropped; one left by a process that ended is removed by the
+/// next engine that uses `folder`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexStorage {
+    /// The parent of the index's own folder (a cache folder).
+    pub folder: PathBuf,
+    /// Markdown bytes whose index stays in RAM (0: always on disk).
+    pub ram_bytes: u64,
+}
+
+impl IndexStorage {
+    /// Markdown whose index stays in RAM by default: 16 MiB, about 70 MB
+    /// of resident memory for the index (see the README's figures).
+    pub const DEFAULT_RAM_BYTES: u64 = 16 * 1024 * 1024;
+
+    /// The storage under `folder`, else under `program`'s folder in the
+    /// user's cache (`$XDG_CACHE_HOME/program`, else
+    /// `$HOME/.cache/program`); `None` (in RAM) when neither is known.
+    pub fn in_folder_or_cache(
+        folder: Option<PathBuf>,
+        program: &str,
+        ram_bytes: u64,
+    ) -> Option<IndexStorage> {
+        let absolute = |var: &str| {
+            std::env::var_os(var)
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+        };
+        let folder = folder.or_else(|| {
+            absolute("XDG_CACHE_HOME")
+                .or_else(|| absolute("HOME").map(|home| home.join(".cache")))
+                .map(|cache| cache.join(program))
+        })?;
+        Some(IndexStorage { folder, ram_bytes })
+    }
 }
 
 /// Seconds between two re-checks of the folder for changes made outside
@@ -339,6 +392,9 @@ pub(crate) struct Catalog {
     next_ord: u64,
     checked_at: Option<SystemTime>,
     recheck: Duration,
+    storage: Option<IndexStorage>,
+    /// Markdown bytes of the indexed documents.
+    indexed_bytes: u64,
 }
 
 impl Default for Catalog {
@@ -350,6 +406,8 @@ impl Default for Catalog {
             next_ord: 0,
             checked_at: None,
             recheck: DEFAULT_RECHECK,
+            storage: None,
+            indexed_bytes: 0,
         }
     }
 }
@@ -386,14 +444,6 @@ impl LookupResult {
     }
 }
 
-/// A row before the limit: whether it holds a word itself (see the module
-/// doc), its score, its key, and where its text is (body mode snippets).
-struct Candidate {
-    itself: bool,
-    score: f64,
-    ord: u64,
-    address: Option<DocAddress>,
-}
 /// A snippet of `text` around the first query word, one line, at most
 /// [`MAX_SNIPPET`] bytes once escaped.
 fn snippet(text: &str, terms: &Terms) -> String {
@@ -440,9 +490,14 @@ impl Catalog {
         self.recheck = every;
     }
 
+    /// Sets where the index lives (see [`IndexStorage`]); `None`: in RAM.
+    pub(crate) fn set_storage(&mut self, storage: Option<IndexStorage>) {
+        self.storage = storage;
+    }
+
     fn index(&mut self) -> io::Result<&mut TextIndex> {
         if self.index.is_none() {
-            self.index = Some(TextIndex::new()?);
+            self.index = Some(TextIndex::new(None)?);
         }
         self.index
             .as_mut()
@@ -470,13 +525,57 @@ impl Catalog {
         for path in gone {
             self.forget(&path)?;
         }
-        for (path, stamp) in &found {
-            if self.docs.get(path).is_none_or(|d| d.stamp != *stamp) {
-                self.reindex(store, path, *stamp)?;
+        'walk: loop {
+            for (path, stamp) in &found {
+                if self.docs.get(path).is_none_or(|d| d.stamp != *stamp) {
+                    self.reindex(store, path, *stamp)?;
+                    if self.moved_to_disk() {
+                        // Everything is read again, into the new index.
+                        continue 'walk;
+                    }
+                }
             }
+            break;
         }
         self.checked_at = Some(now);
         Ok(())
+    }
+
+    /// Moves an index in RAM that has grown over its storage's `ram_bytes`
+    /// to a folder: the catalog starts empty on disk (the caller reads
+    /// every document again). Returns whether it moved. If the folder
+    /// cannot be made, the index stays in RAM (said once, in the log).
+    fn moved_to_disk(&mut self) -> bool {
+        let in_ram = self.index.as_ref().is_none_or(|i| i.folder().is_none());
+        let Some(storage) = self
+            .storage
+            .take_if(|s| in_ram && self.indexed_bytes > s.ram_bytes)
+        else {
+            return false;
+        };
+        match TextIndex::new(Some(&storage.folder)) {
+            Ok(index) => {
+                tracing::info!(
+                    folder = %storage.folder.display(),
+                    "the search index holds over {} bytes of markdown: it moves to disk",
+                    storage.ram_bytes
+                );
+                self.index = Some(index);
+                self.docs.clear();
+                self.rows.clear();
+                self.indexed_bytes = 0;
+                self.storage = Some(storage);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(
+                    folder = %storage.folder.display(),
+                    error = %e,
+                    "cannot keep the search index on disk; it stays in memory"
+                );
+                false
+            }
+        }
     }
 
     /// Brings one document up to date after the engine wrote it.
@@ -486,13 +585,19 @@ impl Catalog {
             return Ok(());
         }
         match store.walk(doc)?.into_iter().find(|(p, _)| p == doc) {
-            Some((path, stamp)) => self.reindex(store, &path, stamp),
-            None => self.forget(doc),
+            Some((path, stamp)) => self.reindex(store, &path, stamp)?,
+            None => self.forget(doc)?,
         }
+        if self.moved_to_disk() {
+            // The next LOOKUP reads everything into the new index.
+            self.checked_at = None;
+        }
+        Ok(())
     }
 
     fn forget(&mut self, path: &SafePath) -> io::Result<()> {
         if let Some(old) = self.docs.remove(path) {
+            self.indexed_bytes -= old.bytes;
             self.rows.remove(&old.ord);
             for s in &old.sections {
                 self.rows.remove(&s.ord);
@@ -502,13 +607,17 @@ impl Catalog {
         Ok(())
     }
 
-    fn take_ord(&mut self, path: &SafePath, section: Option<usize>) -> u64 {
+    /// A new key for the catalog row of `path` (`section: None`) or for
+    /// its section `(catalog row's key, index)`.
+    fn take_ord(&mut self, path: &SafePath, section: Option<(u64, usize)>) -> u64 {
         let ord = self.next_ord;
         self.next_ord += 1;
+        let (doc, section) = section.map_or((ord, None), |(doc, i)| (doc, Some(i)));
         self.rows.insert(
             ord,
             RowKey {
                 path: path.clone(),
+                doc,
                 section,
             },
         );
@@ -547,6 +656,12 @@ impl Catalog {
         content_hash: String,
     ) -> io::Result<()> {
         self.forget(path)?;
+        let bytes = if stamp.archived {
+            0
+        } else {
+            source.len() as u64
+        };
+        self.indexed_bytes += bytes;
         let parsed = parse_document(path, source);
         let encoded = path.encoded();
         let meta_text = parsed.catalog_text();
@@ -554,7 +669,7 @@ impl Catalog {
         let mut sections = Vec::with_capacity(parsed.sections.len());
         let indexed = !stamp.archived;
         for (i, s) in parsed.sections.into_iter().enumerate() {
-            let ord = self.take_ord(path, Some(i));
+            let ord = self.take_ord(path, Some((doc_ord, i)));
             if indexed {
                 self.index()?.add_section(&SectionEntry {
                     ord,
@@ -595,6 +710,7 @@ impl Catalog {
                 modified,
                 content_hash,
                 ord: doc_ord,
+                bytes,
                 sections,
             },
         );
@@ -637,131 +753,99 @@ impl Catalog {
         query: &LookupQuery,
         readable: &dyn Fn(&SafePath) -> bool,
     ) -> io::Result<LookupResult> {
-        let index = self.index()?;
-        let searcher = index.searcher()?;
-        let mut allowed: HashMap<SafePath, bool> = HashMap::new();
-        let mut passes_doc = |docs: &BTreeMap<SafePath, IndexedDoc>, path: &SafePath| {
-            *allowed.entry(path.clone()).or_insert_with(|| {
-                path.starts_with(scope)
-                    && docs
-                        .get(path)
-                        .is_some_and(|d| !d.stamp.archived && passes(d, &query.filters))
-                    && readable(path)
-            })
-        };
-        let mut candidates: Vec<Candidate> = Vec::new();
-        let index = self
-            .index
-            .as_mut()
-            .ok_or_else(|| io::Error::other("search index missing"))?;
-        let mut with_doc_row: BTreeSet<SafePath> = BTreeSet::new();
-        if query.mode == MatchMode::Catalog {
-            let hits = match &query.terms {
-                Terms::All => self
-                    .docs
-                    .values()
-                    .map(|d| (d.ord, 1.0, None))
-                    .collect::<Vec<_>>(),
-                Terms::Words(words) => index
-                    .documents(&searcher, words)?
-                    .into_iter()
-                    .map(|h| (h.ord, f64::from(h.score), None))
-                    .collect(),
-            };
-            for (ord, score, address) in hits {
-                let Some(key) = self.rows.get(&ord) else {
-                    continue;
-                };
-                if passes_doc(&self.docs, &key.path) {
-                    with_doc_row.insert(key.path.clone());
-                    candidates.push(Candidate {
-                        itself: true,
-                        score,
-                        ord,
-                        address,
-                    });
-                }
-            }
-        }
-        if !(query.mode == MatchMode::Catalog && query.terms == Terms::All) {
-            let found = match &query.terms {
-                Terms::All => SectionHits {
-                    hits: index.all_sections(&searcher)?,
-                    itself: HashSet::new(),
-                },
-                Terms::Words(words) => index.sections(&searcher, words, query.any)?,
-            };
-            let all = query.terms == Terms::All;
-            for h in found.hits {
-                let Some(key) = self.rows.get(&h.ord) else {
-                    continue;
-                };
-                if with_doc_row.contains(&key.path) || !passes_doc(&self.docs, &key.path) {
-                    continue;
-                }
-                candidates.push(Candidate {
-                    itself: all || found.itself.contains(&h.ord),
-                    score: if all { 1.0 } else { f64::from(h.score) },
-                    ord: h.ord,
-                    address: Some(h.address),
-                });
-            }
-        }
-        let factor = |d: &IndexedDoc| 0.7 + 0.3 * d.importance;
-        // Ranked before any row is built: only the rows within the limit
-        // are (a query matching every section of a large tree stays cheap).
-        let mut ranked: Vec<(Candidate, &IndexedDoc, Option<&SectionInfo>)> = candidates
-            .into_iter()
-            .filter_map(|mut c| {
-                let key = self.rows.get(&c.ord)?;
-                let doc = self.docs.get(&key.path)?;
-                c.score *= factor(doc);
-                let section = key.section.and_then(|i| doc.sections.get(i));
-                Some((c, doc, section))
-            })
-            .collect();
-        fn anchor(s: Option<&SectionInfo>) -> Option<&str> {
-            s.and_then(|s| s.anchor.as_deref())
-        }
-        ranked.sort_by(|(ca, da, sa), (cb, db, sb)| {
-            cb.itself
-                .cmp(&ca.itself)
-                .then_with(|| cb.score.total_cmp(&ca.score))
-                .then_with(|| da.encoded.cmp(&db.encoded))
-                .then_with(|| anchor(*sa).cmp(&anchor(*sb)))
-        });
-        let total = ranked.len();
-        ranked.truncate(query.limit);
-        let rows: Vec<(Candidate, LookupRow)> = ranked
-            .into_iter()
-            .map(|(c, doc, section)| {
-                let mut row = LookupRow::document(
-                    doc.encoded.clone(),
-                    doc.importance,
-                    doc.title.clone(),
-                    doc.tags.clone(),
-                );
-                if let Some(s) = section {
-                    row.anchor = s.anchor.clone();
-                    if let Some(h) = &s.heading {
-                        row.title = if s.above.is_empty() {
-                            format!("{} › {h}", doc.title)
-                        } else {
-                            format!("{} › {} › {h}", doc.title, s.above)
-                        };
-                    }
-                }
-                (c, row)
-            })
-            .collect();
+        let searcher = self.index()?.searcher()?;
         let index = self
             .index
             .as_ref()
             .ok_or_else(|| io::Error::other("search index missing"))?;
-        let mut shown = Vec::with_capacity(rows.len());
-        for (c, mut row) in rows {
+        let mut admission = Admission {
+            docs: &self.docs,
+            verdicts: HashMap::new(),
+            scope,
+            query,
+            readable,
+        };
+        let mut ranked: Vec<Ranked<'_>> = Vec::new();
+        let mut with_doc_row: HashSet<u64> = HashSet::new();
+        if query.mode == MatchMode::Catalog {
+            let hits: Vec<(u64, f64)> = match &query.terms {
+                Terms::All => self.docs.values().map(|d| (d.ord, 1.0)).collect(),
+                Terms::Words(words) => index
+                    .documents(&searcher, words)?
+                    .into_iter()
+                    .map(|h| (h.ord, f64::from(h.score)))
+                    .collect(),
+            };
+            for (ord, score) in hits {
+                let Some(key) = self.rows.get(&ord) else {
+                    continue;
+                };
+                if let Some(doc) = admission.doc(key) {
+                    with_doc_row.insert(key.doc);
+                    ranked.push(Ranked::new(true, score, ord, None, doc, None));
+                }
+            }
+        }
+        if !(query.mode == MatchMode::Catalog && query.terms == Terms::All) {
+            let all = query.terms == Terms::All;
+            let hits = match &query.terms {
+                Terms::All => index.all_sections(&searcher)?,
+                Terms::Words(words) => index.sections(&searcher, words, query.any)?,
+            };
+            for h in hits {
+                let Some(key) = self.rows.get(&h.ord) else {
+                    continue;
+                };
+                if with_doc_row.contains(&key.doc) {
+                    continue;
+                }
+                let Some(doc) = admission.doc(key) else {
+                    continue;
+                };
+                let score = if all { 1.0 } else { f64::from(h.score) };
+                let section = key.section.and_then(|i| doc.sections.get(i));
+                ranked.push(Ranked::new(
+                    all || h.itself,
+                    score,
+                    h.ord,
+                    Some(h.address),
+                    doc,
+                    section,
+                ));
+            }
+        }
+        // Every row found counts; only the rows within the limit are
+        // ordered and built (a query matching every section of a large
+        // tree stays cheap).
+        let total = ranked.len();
+        if query.limit < ranked.len() {
+            if let Some(last) = query.limit.checked_sub(1) {
+                ranked.select_nth_unstable_by(last, Ranked::order);
+            }
+            ranked.truncate(query.limit);
+        }
+        ranked.sort_by(Ranked::order);
+        let mut shown = Vec::with_capacity(ranked.len());
+        for r in ranked {
+            let doc = r.doc;
+            let mut row = LookupRow::document(
+                doc.encoded.clone(),
+                doc.importance,
+                doc.title.clone(),
+                doc.tags.clone(),
+            );
+            if let Some(s) = r.section {
+                row.anchor = s.anchor.clone();
+                if let Some(h) = &s.heading {
+                    row.title = if s.above.is_empty() {
+                        format!("{} › {h}", doc.title)
+                    } else {
+                        format!("{} › {} › {h}", doc.title, s.above)
+                    };
+                }
+            }
             if query.mode == MatchMode::Body {
-                let text = c
+                let text = r
                     .address
                     .map(|a| index.section_text(&searcher, a))
                     .unwrap_or_default();
@@ -769,7 +853,7 @@ impl Catalog {
             }
             // Only a section row can lack a word: a catalog row holds them all.
             if let (true, Terms::Words(words), Some(address)) =
-                (query.lacks, &query.terms, c.address)
+                (query.lacks, &query.terms, r.address)
             {
                 let held = index.held_words(&searcher, address, words)?;
                 row.lacks = words
@@ -874,6 +958,85 @@ impl DocumentIndex {
             Ok(found) => found.into_response(&query),
             Err(e) => crate::engine::server_error(&e),
         }
+    }
+}
+
+/// Whether a document's rows may be shown (scope, filters, read rights,
+/// not archived), decided once per document of a LOOKUP.
+struct Admission<'a> {
+    docs: &'a BTreeMap<SafePath, IndexedDoc>,
+    /// By the document's catalog key.
+    verdicts: HashMap<u64, Option<&'a IndexedDoc>>,
+    scope: &'a SafePath,
+    query: &'a LookupQuery,
+    readable: &'a dyn Fn(&SafePath) -> bool,
+}
+
+impl<'a> Admission<'a> {
+    fn doc(&mut self, key: &RowKey) -> Option<&'a IndexedDoc> {
+        let Admission {
+            docs,
+            scope,
+            query,
+            readable,
+            ..
+        } = *self;
+        *self.verdicts.entry(key.doc).or_insert_with(|| {
+            docs.get(&key.path).filter(|d| {
+                key.path.starts_with(scope)
+                    && !d.stamp.archived
+                    && passes(d, &query.filters)
+                    && readable(&key.path)
+            })
+        })
+    }
+}
+
+/// A row found, before the limit.
+struct Ranked<'a> {
+    /// Holds a word itself (see the module doc).
+    itself: bool,
+    /// The index's score scaled by the document's importance.
+    score: f64,
+    ord: u64,
+    /// Where its text is (body mode snippets).
+    address: Option<DocAddress>,
+    doc: &'a IndexedDoc,
+    section: Option<&'a SectionInfo>,
+}
+
+impl<'a> Ranked<'a> {
+    fn new(
+        itself: bool,
+        score: f64,
+        ord: u64,
+        address: Option<DocAddress>,
+        doc: &'a IndexedDoc,
+        section: Option<&'a SectionInfo>,
+    ) -> Ranked<'a> {
+        Ranked {
+            itself,
+            score: score * (0.7 + 0.3 * doc.importance),
+            ord,
+            address,
+            doc,
+            section,
+        }
+    }
+
+    fn anchor(&self) -> Option<&str> {
+        self.section.and_then(|s| s.anchor.as_deref())
+    }
+
+    /// Rank order: the "holds itself" tier, score, then path and anchor
+    /// (the key last, so the order is total).
+    fn order(a: &Ranked<'_>, b: &Ranked<'_>) -> Ordering {
+        b.itself
+            .cmp(&a.itself)
+            .then_with(|| b.score.total_cmp(&a.score))
+            .then_with(|| a.doc.encoded.cmp(&b.doc.encoded))
+            .then_with(|| a.anchor().cmp(&b.anchor()))
+            .then_with(|| a.ord.cmp(&b.ord))
     }
 }
 

@@ -1,4 +1,6 @@
-//! The tantivy index behind LOOKUP, in RAM: one tantivy document per
+//! The tantivy index behind LOOKUP, in RAM or in a folder of its own
+//! (memory-mapped, so resident memory does not grow with the corpus): one
+//! tantivy document per
 //! section (its own text, its own heading, the headings above it, the
 //! document's title and tags) and one per document (title and tags, all its
 //! headings) for catalog rows.
@@ -17,21 +19,24 @@
 //! PUBLISHes costs one commit.
 
 use mark_proto::lookup::word_spans;
-use std::collections::HashSet;
 use std::io;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
 use tantivy::DocSet;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::Column;
+use tantivy::directory::{Directory, INDEX_WRITER_LOCK, MmapDirectory};
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query, TermQuery,
+    BooleanQuery, BoostQuery, ConstScoreQuery, EnableScoring, Occur, PhraseQuery, Query, TermQuery,
+    Weight,
 };
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
 };
 use tantivy::tokenizer::{Language, Stemmer, TextAnalyzer, Token, TokenStream, Tokenizer};
 use tantivy::{
-    DocAddress, DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher,
+    BitSet, DocAddress, DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher,
     SegmentOrdinal, SegmentReader, TantivyDocument, Term,
 };
 
@@ -51,6 +56,11 @@ const W_PHRASE: Score = 1.0;
 const W_DOCUMENT: Score = 2.0;
 /// Indexing memory (tantivy's minimum per thread is 15 MB).
 const WRITER_BYTES: usize = 20_000_000;
+/// How an on-disk index's folder is named (then random characters).
+const FOLDER_PREFIX: &str = "lookup-index-";
+/// Age after which a folder whose writer lock is free was left by a
+/// process that ended (younger ones may be being set up).
+const ABANDONED_AFTER: Duration = Duration::from_secs(60);
 
 /// mark-proto's word rule as a tantivy tokenizer: runs of letters, digits
 /// and `_`, lower-cased, positions counted in words.
@@ -150,18 +160,14 @@ pub(crate) struct DocumentEntry<'a> {
     pub headings: &'a str,
 }
 
-/// One matching row: the caller's key, the score, where to read it.
+/// One matching row: the caller's key, the score, whether a section holds
+/// a query word in its own text or heading, where to read it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Hit {
     pub ord: u64,
     pub score: Score,
+    pub itself: bool,
     pub address: DocAddress,
-}
-
-/// Section hits, and which of them hold a word in their own text or heading.
-pub(crate) struct SectionHits {
-    pub hits: Vec<Hit>,
-    pub itself: HashSet<u64>,
 }
 
 /// The index and its one writer.
@@ -171,6 +177,9 @@ pub(crate) struct TextIndex {
     reader: IndexReader,
     stemmer: TextAnalyzer,
     uncommitted: bool,
+    /// An on-disk index's folder, removed when dropped (after the writer
+    /// and reader, declared above it).
+    folder: Option<tempfile::TempDir>,
 }
 
 impl std::fmt::Debug for TextIndex {
@@ -183,9 +192,47 @@ fn io_error(e: tantivy::TantivyError) -> io::Error {
     io::Error::other(format!("search index: {e}"))
 }
 
+/// Removes the index folders under `parent` that no process holds (their
+/// writer lock is free) and that are older than [`ABANDONED_AFTER`]: what
+/// a process that ended without cleaning up left.
+fn remove_abandoned(parent: &Path, now: SystemTime) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let ours = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(FOLDER_PREFIX));
+        let old = entry.metadata().and_then(|m| m.modified()).is_ok_and(|at| {
+            now.duration_since(at)
+                .is_ok_and(|age| age >= ABANDONED_AFTER)
+        });
+        if !(ours && old && path.is_dir()) {
+            continue;
+        }
+        let free = MmapDirectory::open(&path)
+            .is_ok_and(|dir| dir.acquire_lock(&INDEX_WRITER_LOCK).is_ok());
+        if free {
+            match std::fs::remove_dir_all(&path) {
+                Ok(()) => {
+                    tracing::info!(folder = %path.display(), "removed an abandoned search index")
+                }
+                Err(e) => {
+                    tracing::warn!(folder = %path.display(), error = %e, "cannot remove an abandoned search index")
+                }
+            }
+        }
+    }
+}
+
 impl TextIndex {
-    /// An empty index in RAM.
-    pub(crate) fn new() -> io::Result<TextIndex> {
+    /// An empty index: in RAM, or with `parent` in a new folder of its own
+    /// under it (created if need be), memory-mapped and removed when the
+    /// index is dropped; folders there left by processes that ended are
+    /// removed first.
+    pub(crate) fn new(parent: Option<&Path>) -> io::Result<TextIndex> {
         let mut schema = Schema::builder();
         let text_options = |tokenizer: &str| {
             TextOptions::default().set_indexing_options(
@@ -215,7 +262,19 @@ impl TextIndex {
             trail,
             text,
         };
-        let index = Index::create_in_ram(schema.build());
+        let (index, folder) = match parent {
+            None => (Index::create_in_ram(schema.build()), None),
+            Some(parent) => {
+                std::fs::create_dir_all(parent)?;
+                remove_abandoned(parent, SystemTime::now());
+                let folder = tempfile::Builder::new()
+                    .prefix(FOLDER_PREFIX)
+                    .tempdir_in(parent)?;
+                let index =
+                    Index::create_in_dir(folder.path(), schema.build()).map_err(io_error)?;
+                (index, Some(folder))
+            }
+        };
         let stemmer = TextAnalyzer::builder(WordTokenizer)
             .filter(Stemmer::new(Language::English))
             .build();
@@ -243,7 +302,13 @@ impl TextIndex {
             reader,
             stemmer,
             uncommitted: false,
+            folder,
         })
+    }
+
+    /// The folder of an on-disk index; `None` in RAM.
+    pub(crate) fn folder(&self) -> Option<&Path> {
+        self.folder.as_ref().map(tempfile::TempDir::path)
     }
 
     fn add_pair(doc: &mut TantivyDocument, pair: Pair, text: &str) {
@@ -379,13 +444,13 @@ impl TextIndex {
     /// Sections matching `words`: with `any`, every section holding one of
     /// them in its text or headings; else every section whose text,
     /// headings, title or tags hold them all, one at least in its text or
-    /// headings.
+    /// headings. Each hit says whether it holds a word itself.
     pub(crate) fn sections(
-        &mut self,
+        &self,
         searcher: &Searcher,
         words: &[String],
         any: bool,
-    ) -> io::Result<SectionHits> {
+    ) -> io::Result<Vec<Hit>> {
         let f = self.fields;
         let own = [f.heading, f.text];
         let located = [f.heading, f.text, f.trail];
@@ -408,36 +473,28 @@ impl TextIndex {
             }
         }
         clauses.extend(self.phrases(words));
-        let hits = searcher
-            .search(&BooleanQuery::new(clauses), &AllHits)
-            .map_err(io_error)?;
-        let itself_query = BooleanQuery::new(vec![
-            self.kind(SECTION),
-            (
-                Occur::Must,
-                Self::any_of(
-                    words
-                        .iter()
-                        .flat_map(|w| own.iter().flat_map(|p| self.word_in(*p, w, any)))
-                        .collect(),
-                ),
-            ),
-        ]);
-        let itself = searcher
-            .search(&itself_query, &AllHits)
-            .map_err(io_error)?
-            .into_iter()
-            .map(|h| h.ord)
-            .collect();
-        Ok(SectionHits { hits, itself })
+        // Sections holding a word in their own text or heading: a set per
+        // segment, tested as each hit is collected.
+        let itself = Self::any_of(
+            words
+                .iter()
+                .flat_map(|w| own.iter().flat_map(|p| self.word_in(*p, w, any)))
+                .collect(),
+        )
+        .weight(EnableScoring::disabled_from_searcher(searcher))
+        .map_err(io_error)?;
+        searcher
+            .search(
+                &BooleanQuery::new(clauses),
+                &AllHits {
+                    itself: Some(itself),
+                },
+            )
+            .map_err(io_error)
     }
 
     /// Documents whose title and tags hold every one of `words`.
-    pub(crate) fn documents(
-        &mut self,
-        searcher: &Searcher,
-        words: &[String],
-    ) -> io::Result<Vec<Hit>> {
+    pub(crate) fn documents(&self, searcher: &Searcher, words: &[String]) -> io::Result<Vec<Hit>> {
         let f = self.fields;
         let mut clauses = vec![self.kind(DOCUMENT)];
         for w in words {
@@ -445,7 +502,9 @@ impl TextIndex {
             clauses.extend(self.word_in(f.heading, w, false));
         }
         let query = BoostQuery::new(Box::new(BooleanQuery::new(clauses)), W_DOCUMENT);
-        searcher.search(&query, &AllHits).map_err(io_error)
+        searcher
+            .search(&query, &AllHits { itself: None })
+            .map_err(io_error)
     }
 
     /// Which of `words` the section hit at `address` holds, in its text,
@@ -491,19 +550,27 @@ impl TextIndex {
     }
 
     /// Every section (`*` in body mode), unscored.
-    pub(crate) fn all_sections(&mut self, searcher: &Searcher) -> io::Result<Vec<Hit>> {
+    pub(crate) fn all_sections(&self, searcher: &Searcher) -> io::Result<Vec<Hit>> {
         searcher
-            .search(&BooleanQuery::new(vec![self.kind(SECTION)]), &AllHits)
+            .search(
+                &BooleanQuery::new(vec![self.kind(SECTION)]),
+                &AllHits { itself: None },
+            )
             .map_err(io_error)
     }
 }
 
-/// Collects every match with its score (LOOKUP filters and counts them all).
-struct AllHits;
+/// Collects every match with its score and key (LOOKUP filters and counts
+/// them all, then ranks only what it returns). `itself` is the query whose
+/// matches are flagged as holding a word themselves.
+struct AllHits {
+    itself: Option<Box<dyn Weight>>,
+}
 
 struct SegmentHits {
     segment: SegmentOrdinal,
     ord: Column<u64>,
+    itself: Option<BitSet>,
     hits: Vec<Hit>,
 }
 
@@ -516,9 +583,22 @@ impl Collector for AllHits {
         segment: SegmentOrdinal,
         reader: &SegmentReader,
     ) -> tantivy::Result<SegmentHits> {
+        let itself = match &self.itself {
+            Some(weight) => {
+                let mut set = BitSet::with_max_value(reader.max_doc());
+                weight.for_each_no_score(reader, &mut |docs| {
+                    for &doc in docs {
+                        set.insert(doc);
+                    }
+                })?;
+                Some(set)
+            }
+            None => None,
+        };
         Ok(SegmentHits {
             segment,
             ord: reader.fast_fields().u64("ord")?,
+            itself,
             hits: Vec::new(),
         })
     }
@@ -540,6 +620,7 @@ impl SegmentCollector for SegmentHits {
             self.hits.push(Hit {
                 ord,
                 score,
+                itself: self.itself.as_ref().is_some_and(|set| set.contains(doc)),
                 address: DocAddress::new(self.segment, doc),
             });
         }
@@ -582,7 +663,7 @@ mod tests {
 
     #[test]
     fn stemmed_forms_rank_only_in_any_mode_and_below_exact_ones() {
-        let mut index = TextIndex::new().unwrap();
+        let mut index = TextIndex::new(None).unwrap();
         for (ord, text) in [(1, "callbacks run later"), (2, "a callback runs")] {
             index
                 .add_section(&SectionEntry {
@@ -599,18 +680,17 @@ mod tests {
         let all = index
             .sections(&searcher, &words(&["callback"]), false)
             .unwrap();
-        assert_eq!(all.hits.iter().map(|h| h.ord).collect::<Vec<_>>(), [2]);
+        assert_eq!(all.iter().map(|h| h.ord).collect::<Vec<_>>(), [2]);
         let mut any = index
             .sections(&searcher, &words(&["callback"]), true)
-            .unwrap()
-            .hits;
+            .unwrap();
         any.sort_by(|a, b| b.score.total_cmp(&a.score));
         assert_eq!(any.iter().map(|h| h.ord).collect::<Vec<_>>(), [2, 1]);
     }
 
     #[test]
     fn held_words_are_checked_per_row_in_every_field_and_form() {
-        let mut index = TextIndex::new().unwrap();
+        let mut index = TextIndex::new(None).unwrap();
         for (ord, heading, text) in [
             (1, "Pier", "Pier deploys callbacks."),
             (2, "Hosts", "Hosts take work."),
@@ -630,7 +710,7 @@ mod tests {
         let query = words(&["pier", "callback", "harbour", "work"]);
         let found = index.sections(&searcher, &query, true).unwrap();
         let held = |ord: u64| {
-            let hit = found.hits.iter().find(|h| h.ord == ord).unwrap();
+            let hit = found.iter().find(|h| h.ord == ord).unwrap();
             index.held_words(&searcher, hit.address, &query).unwrap()
         };
         assert_eq!(held(1), [true, true, true, false], "callbacks by its stem");
@@ -639,5 +719,64 @@ mod tests {
             [false, false, true, true],
             "harbour from the title"
         );
+    }
+
+    #[test]
+    fn an_on_disk_index_finds_what_ram_finds_and_removes_its_folder() {
+        let parent = tempfile::tempdir().unwrap();
+        let found = |index: &mut TextIndex| {
+            for (ord, text) in [(1, "tide tables"), (2, "harbour tide")] {
+                index
+                    .add_section(&SectionEntry {
+                        ord,
+                        path: "/a.md",
+                        title: "A",
+                        heading: "Tides",
+                        trail: "",
+                        text,
+                    })
+                    .unwrap();
+            }
+            let searcher = index.searcher().unwrap();
+            let mut hits = index
+                .sections(&searcher, &words(&["harbour", "tide"]), true)
+                .unwrap();
+            hits.sort_by_key(|h| h.ord);
+            let text = index.section_text(&searcher, hits[1].address);
+            (
+                hits.iter()
+                    .map(|h| (h.ord, h.score, h.itself))
+                    .collect::<Vec<_>>(),
+                text,
+            )
+        };
+        let mut disk = TextIndex::new(Some(&parent.path().join("cache"))).unwrap();
+        let folder = disk.folder().unwrap().to_path_buf();
+        assert!(folder.starts_with(parent.path().join("cache")));
+        let on_disk = found(&mut disk);
+        assert!(
+            std::fs::read_dir(&folder).unwrap().count() > 2,
+            "segments are files"
+        );
+        assert_eq!(on_disk, found(&mut TextIndex::new(None).unwrap()));
+        assert_eq!(on_disk.1, "harbour tide");
+        drop(disk);
+        assert!(!folder.exists(), "the folder goes with the index");
+    }
+
+    #[test]
+    fn only_abandoned_index_folders_are_removed() {
+        let parent = tempfile::tempdir().unwrap();
+        let live = TextIndex::new(Some(parent.path())).unwrap();
+        let abandoned = parent.path().join(format!("{FOLDER_PREFIX}left"));
+        std::fs::create_dir(&abandoned).unwrap();
+        std::fs::write(abandoned.join("meta.json"), "{}").unwrap();
+        let other = parent.path().join("not-an-index");
+        std::fs::create_dir(&other).unwrap();
+        // An hour on, as the next process would see them.
+        remove_abandoned(parent.path(), SystemTime::now() + Duration::from_secs(3600));
+        assert!(!abandoned.exists(), "nobody holds it");
+        assert!(live.folder().unwrap().exists(), "its writer holds it");
+        assert!(other.exists(), "not ours");
     }
 }

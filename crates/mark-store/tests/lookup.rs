@@ -682,3 +682,123 @@ fn inline_and_nested_tags_filter_and_aliases_are_searched_as_names() {
         "an alias is found as the note's name"
     );
 }
+
+/// Index folders under `cache` (one per engine whose index is on disk).
+fn index_folders(cache: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(cache)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn an_index_over_its_ram_bytes_moves_to_disk_and_finds_the_same_rows() {
+    let queries: [&[(&str, &str)]; 4] = [
+        &[("query", "rust")],
+        &[("query", "quic transport"), ("match", "body")],
+        &[
+            ("query", "ownership async"),
+            ("match", "body"),
+            ("terms", "any"),
+        ],
+        &[("query", "*"), ("match", "body")],
+    ];
+    let answers = |s: &Store| -> Vec<(Vec<String>, Option<String>)> {
+        queries
+            .iter()
+            .map(|q| {
+                let r = lookup(s, "/", q);
+                let snippets = table(&r)
+                    .rows
+                    .iter()
+                    .map(|r| r.snippet.clone().unwrap_or_default())
+                    .collect();
+                (snippets, r.meta("total").map(str::to_string))
+            })
+            .chain(queries.iter().map(|q| (targets(&lookup(s, "/", q)), None)))
+            .collect()
+    };
+    let in_ram = answers(&store());
+    let cache = tempfile::tempdir().unwrap();
+    let storage = |ram_bytes| {
+        Some(mark_store::lookup::IndexStorage {
+            folder: cache.path().to_path_buf(),
+            ram_bytes,
+        })
+    };
+
+    // Over the bound from the start: on disk, the same rows and counts.
+    let s = store();
+    s.engine.set_index_storage(storage(100));
+    assert_eq!(answers(&s), in_ram);
+    let folders = index_folders(cache.path());
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    assert!(std::fs::read_dir(&folders[0]).unwrap().count() > 2);
+    drop(s);
+    assert!(
+        index_folders(cache.path()).is_empty(),
+        "removed with the engine"
+    );
+
+    // Crossing the bound by a write: moved, and the write is found too.
+    let s = store();
+    s.engine.set_index_storage(storage(1_000));
+    assert_eq!(answers(&s), in_ram);
+    assert!(index_folders(cache.path()).is_empty(), "still in RAM");
+    let heron = format!(
+        "# Heron\n\nA heron landed.\n{}",
+        "Grey feathers.\n".repeat(40)
+    );
+    ok(&s.publish("/birds/heron.md", &heron));
+    assert_eq!(
+        targets(&lookup(&s, "/", &[("query", "heron"), ("match", "body")])),
+        ["/birds/heron.md#heron"]
+    );
+    assert_eq!(index_folders(cache.path()).len(), 1, "moved to disk");
+    assert_eq!(
+        targets(&lookup(
+            &s,
+            "/",
+            &[("query", "quic transport"), ("match", "body")]
+        )),
+        in_ram[5].0
+    );
+}
+
+/// Only the rows within the limit are put in order: every limit gives the
+/// first rows of the whole ranking (ties by path then anchor, many of them
+/// here), with the same `total`.
+#[test]
+fn every_limit_gives_the_first_rows_of_the_whole_ranking() {
+    let s = Store::new();
+    for d in 0..12 {
+        let importance = ["0.2", "0.5", "0.9"][d % 3];
+        let body = format!(
+            "---\nimportance: {importance}\n---\n# Tide {d}\n\nTide tables.\n\n## Harbour\n\nThe harbour tide.\n\n## Notes\n\nTide{}\n",
+            " again".repeat(d % 4)
+        );
+        ok(&s.publish(&format!("/t/{:02}.md", (d * 7) % 12), &body));
+    }
+    for q in [
+        &[
+            ("query", "tide harbour"),
+            ("match", "body"),
+            ("terms", "any"),
+        ][..],
+        &[("query", "tide")][..],
+        &[("query", "*"), ("match", "body")][..],
+    ] {
+        let mut all = q.to_vec();
+        all.push(("limit", "1000"));
+        let whole = lookup(&s, "/", &all);
+        let whole_rows = targets(&whole);
+        assert!(whole_rows.len() > 10, "{whole_rows:?}");
+        for limit in [1, 2, 5, 9, whole_rows.len() - 1] {
+            let l = limit.to_string();
+            let mut some = q.to_vec();
+            some.push(("limit", &l));
+            let r = lookup(&s, "/", &some);
+            assert_eq!(targets(&r), whole_rows[..limit], "{q:?} limit {limit}");
+            assert_eq!(r.meta("total"), whole.meta("total"), "{q:?}");
+        }
+    }
+}
