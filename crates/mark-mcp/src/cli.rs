@@ -15,7 +15,7 @@ use crate::versions::{VersionsParams, versions};
 use crate::write::{AppendParams, ArchiveParams, PublishParams, append, archive, publish};
 use clap::{Parser, Subcommand};
 use link_graph::CrawlLimits;
-use markdown_slice::{Document, OutlineOptions};
+use markdown_slice::{Document, OutlineOptions, Part};
 use std::io::Read;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -392,23 +392,19 @@ fn render_open<S: AsRef<str>>(
     outline: bool,
 ) -> Result<String, String> {
     let opts = OutlineOptions::default();
-    let heading = match fragment {
+    let part = match fragment {
         None => None,
-        Some(a) => match doc.find_anchor(a) {
-            Ok(h) => Some(h),
-            Err(miss) => {
-                return Err(format!(
-                    "section #{a} not found in {name}; nearest: {}",
-                    miss.nearest.join(", ")
-                ));
-            }
-        },
+        Some(a) => Some(
+            doc.find_part(a)
+                .map_err(|miss| crate::fetch::miss_message(name, a, &miss))?,
+        ),
     };
-    Ok(match (heading, outline) {
+    Ok(match (part, outline) {
         (None, false) => doc.source().to_string(),
         (None, true) => doc.outline(&opts).to_string(),
-        (Some(h), false) => doc.section_text(h).to_string(),
-        (Some(h), true) => doc.section_outline(h, &opts).to_string(),
+        (Some(Part::Section(h)), true) => doc.section_outline(h, &opts).to_string(),
+        // A block has no outline: it is shown whole.
+        (Some(p), _) => doc.source().get(p.range()).unwrap_or("").to_string(),
     })
 }
 

@@ -7,7 +7,9 @@ use crate::envelope::{ToolText, one_line, size_line};
 use crate::outbox::deliver;
 use crate::paging::{Cursor, cursor_argument, page_ranges};
 use crate::session::{CachedDoc, Freshness, Loaded, Session, short};
-use markdown_slice::{Block, Document, Heading, OutlineOptions, SectionHashes, diff_sections};
+use markdown_slice::{
+    Block, Document, Heading, OutlineOptions, Part as Named, PartMiss, SectionHashes, diff_sections,
+};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -324,7 +326,7 @@ impl View<'_> {
             };
             if let Some(Slice::Section(outer)) = named
                 .iter()
-                .map(|e| e.slice(doc))
+                .map(|e| part_slice(doc, *e))
                 .find(|s| enclosing.contains(s))
             {
                 parts.push(Part {
@@ -342,7 +344,7 @@ impl View<'_> {
                 // A block is delivered whole (paged when very long): it has no outline.
                 Named::Section(h) if !self.comes_whole(text.len(), cursor) => self.outline(Some(h)),
                 _ => self.deliver(
-                    n.slice(doc),
+                    part_slice(doc, n),
                     &enclosing,
                     label,
                     text,
@@ -362,36 +364,10 @@ impl View<'_> {
     /// The section or block `wanted` names (`^id` is a block), or the
     /// error naming the nearest ones.
     fn find(&self, wanted: &str) -> Result<Named<'_>, ToolText> {
-        let doc = &self.cached.doc;
-        let listed = |nearest: Vec<String>, none: &str| -> String {
-            if nearest.is_empty() {
-                none.to_string()
-            } else {
-                nearest.join(", ")
-            }
-        };
-        if wanted.starts_with('^') {
-            return doc.find_block(wanted).map(Named::Block).map_err(|miss| {
-                let ids: Vec<String> = miss.nearest.iter().map(|id| format!("^{id}")).collect();
-                ToolText::error(format!(
-                    "block ^{} not found in {}; nearest: {}",
-                    short(&miss.query),
-                    self.path,
-                    listed(ids, "(none: the document has no block ids)")
-                ))
-            });
-        }
-        doc.find_anchor(wanted).map(Named::Section).map_err(|miss| {
-            ToolText::error(format!(
-                "section #{} not found in {}; nearest: {}",
-                short(wanted),
-                self.path,
-                listed(
-                    miss.nearest,
-                    "(none: the document has no anchored headings)"
-                )
-            ))
-        })
+        self.cached
+            .doc
+            .find_part(wanted)
+            .map_err(|miss| ToolText::error(miss_message(self.path, wanted, &miss)))
     }
 
     /// The slices that hold block `b`'s text, nearest first: the sections
@@ -806,27 +782,41 @@ const LABEL_BYTES: usize = 40;
 /// Longest line of an outline (a 1 MB heading is cut, not repeated whole).
 const OUTLINE_LINE_BYTES: usize = 300;
 
-/// One piece a fetch names: a heading's section or a block.
-#[derive(Debug, Clone, Copy)]
-enum Named<'d> {
-    Section(&'d Heading),
-    Block(&'d Block),
+/// The delivery key of part `n`.
+fn part_slice<S: AsRef<str>>(doc: &Document<S>, n: Named) -> Slice {
+    match n {
+        Named::Section(h) => anchor_slice(doc, h),
+        Named::Block(b) => Slice::Block(b.id.clone()),
+    }
 }
 
-impl Named<'_> {
-    fn range(self) -> std::ops::Range<usize> {
-        match self {
-            Named::Section(h) => h.section.clone(),
-            Named::Block(b) => b.range.clone(),
+/// The one-line error for a fragment of `path` that names nothing: the
+/// nearest anchors or block ids (the same for tools, resources and `open`).
+pub(crate) fn miss_message(path: &str, wanted: &str, miss: &PartMiss) -> String {
+    let listed = |nearest: Vec<String>, none: &str| -> String {
+        if nearest.is_empty() {
+            none.to_string()
+        } else {
+            nearest.join(", ")
         }
-    }
-
-    /// Its delivery key.
-    fn slice<S: AsRef<str>>(self, doc: &Document<S>) -> Slice {
-        match self {
-            Named::Section(h) => anchor_slice(doc, h),
-            Named::Block(b) => Slice::Block(b.id.clone()),
+    };
+    match miss {
+        PartMiss::Block(miss) => {
+            let ids: Vec<String> = miss.nearest.iter().map(|id| format!("^{id}")).collect();
+            format!(
+                "block ^{} not found in {path}; nearest: {}",
+                short(&miss.query),
+                listed(ids, "(none: the document has no block ids)")
+            )
         }
+        PartMiss::Section(miss) => format!(
+            "section #{} not found in {path}; nearest: {}",
+            short(wanted),
+            listed(
+                miss.nearest.clone(),
+                "(none: the document has no anchored headings)"
+            )
+        ),
     }
 }
 

@@ -89,7 +89,8 @@ impl ReadFailure {
     }
 }
 
-/// Reads a resource: the whole body, or one section for `#anchor`.
+/// Reads a resource: the whole body, or one section for `#anchor` (one
+/// block for `#^id`).
 pub async fn read(session: &Session, uri: &str, now: Instant) -> Result<String, ReadFailure> {
     let target = session.resolve(uri).map_err(ReadFailure::BadUri)?;
     let cached = match session.load(&target.path, now).await {
@@ -105,14 +106,19 @@ pub async fn read(session: &Session, uri: &str, now: Instant) -> Result<String, 
     };
     let (text, offset) = match target.fragment {
         None => (cached.doc.source(), 0),
-        Some(anchor) => match cached.doc.find_anchor(&anchor) {
-            Ok(h) => (cached.doc.section_text(h), h.section.start),
+        Some(fragment) => match cached.doc.find_part(&fragment) {
+            Ok(part) => {
+                let range = part.range();
+                (
+                    cached.doc.source().get(range.clone()).unwrap_or(""),
+                    range.start,
+                )
+            }
             Err(miss) => {
-                return Err(ReadFailure::NotFound(format!(
-                    "section #{} not found in {}; nearest: {}",
-                    crate::session::short(&anchor),
-                    target.path,
-                    miss.nearest.join(", ")
+                return Err(ReadFailure::NotFound(crate::fetch::miss_message(
+                    &target.path,
+                    &fragment,
+                    &miss,
                 )));
             }
         },

@@ -704,3 +704,33 @@ async fn lookup_follows_notes_created_edited_and_deleted() {
     );
     mcp.stop().await;
 }
+
+/// A resource read and the `open` verb take `#^block-id` as `mark_fetch`
+/// does (one fragment lookup for every reader), and miss it the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_and_open_read_a_block_by_its_id() {
+    let mcp = start().await;
+    let block = mcp.read("mark://local/Beta.md#^beta-block").await.unwrap();
+    assert_eq!(block, "A paragraph ending in a block id. ^beta-block");
+    let miss = mcp.read("mark://local/Beta.md#^beta").await.unwrap_err();
+    assert!(
+        miss.contains("block ^beta not found in /Beta.md; nearest: ^beta-item, ^beta-block"),
+        "{miss}"
+    );
+    mcp.stop().await;
+    let open = |target: String| {
+        std::process::Command::new(support::bin())
+            .args(["open", &target])
+            .output()
+            .unwrap()
+    };
+    let file = vault().join("Beta.md").display().to_string();
+    let out = open(format!("{file}#^beta-item"));
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        "- a list item with its own id ^beta-item"
+    );
+    let out = open(format!("{file}#^nope"));
+    assert!(!out.status.success());
+}

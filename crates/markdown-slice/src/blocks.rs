@@ -12,8 +12,8 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, Tag};
 
-use crate::document::Document;
-use crate::find::{nearest, nearest_list};
+use crate::document::{Document, Heading};
+use crate::find::{AnchorMiss, nearest, nearest_list};
 
 /// A block of the document that carries an id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +57,51 @@ impl<S: AsRef<str>> Document<S> {
     pub fn block_text(&self, block: &Block) -> &str {
         self.source().get(block.range.clone()).unwrap_or("")
     }
+
+    /// What a url's `#fragment` names: the block for `^id`, else the section
+    /// [`find_anchor`](Document::find_anchor) finds. The one lookup every
+    /// reader of a fragment uses.
+    pub fn find_part(&self, fragment: &str) -> Result<Part<'_>, PartMiss> {
+        if fragment.trim().trim_start_matches('#').starts_with('^') {
+            self.find_block(fragment)
+                .map(Part::Block)
+                .map_err(PartMiss::Block)
+        } else {
+            self.find_anchor(fragment)
+                .map(Part::Section)
+                .map_err(PartMiss::Section)
+        }
+    }
+}
+
+/// A part a fragment names: a heading's section or a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part<'d> {
+    /// A heading (`#anchor`, its text, a heading path): its whole section.
+    Section(&'d Heading),
+    /// A block (`#^id`).
+    Block(&'d Block),
+}
+
+impl Part<'_> {
+    /// Its source range.
+    pub fn range(self) -> Range<usize> {
+        match self {
+            Part::Section(h) => h.section.clone(),
+            Part::Block(b) => b.range.clone(),
+        }
+    }
+}
+
+/// A fragment that names no part, with the nearest names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PartMiss {
+    /// No heading matched.
+    #[error(transparent)]
+    Section(AnchorMiss),
+    /// No block has the id.
+    #[error(transparent)]
+    Block(BlockMiss),
 }
 
 /// What an open tag is, for the block rule.

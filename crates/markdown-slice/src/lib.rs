@@ -70,7 +70,7 @@ mod slug;
 mod tags;
 mod tokens;
 
-pub use blocks::{Block, BlockMiss};
+pub use blocks::{Block, BlockMiss, Part, PartMiss};
 pub use document::{Document, Heading, parser_options};
 pub use find::{AnchorMiss, nearest_names};
 pub use frontmatter::Frontmatter;
