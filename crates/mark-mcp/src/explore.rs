@@ -79,7 +79,7 @@ const LISTED_ENTRIES: usize = 10_000;
 /// Parameters of `mark_explore` (and of the `explore` verb).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
 pub struct ExploreParams {
-    /// /path, mark://host/path or [[Note]] of a document.
+    /// /path, mark://host/path or `[[Note]]` of a document.
     pub url: String,
     /// From a "+N more" line: the next page of that section.
     #[arg(long)]

@@ -33,7 +33,7 @@ pub enum FetchMode {
 /// Parameters of `mark_fetch` (and of the `fetch` verb).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
 pub struct FetchParams {
-    /// /path, mark://host/path or [[Note]]; #anchor or #^block for one part.
+    /// /path, mark://host/path or `[[Note]]`; #anchor or #^block for one part.
     pub url: String,
     /// auto (default): whole if small, else outline; full: the body, paged; outline.
     #[arg(long, value_enum)]
