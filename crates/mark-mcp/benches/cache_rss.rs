@@ -191,16 +191,6 @@ const LOOKUPS: [&str; 8] = [
     "document generated",
 ];
 
-/// Body lookups on the linked tree (the lookup bench's query set).
-const LINKED_LOOKUPS: [&str; 6] = [
-    "opening paragraph",
-    "document 42 folder 7",
-    "hub 7",
-    "text of part 2",
-    "cut like a real one",
-    "doc 12-40",
-];
-
 fn lookup_args(query: &str) -> serde_json::Value {
     json!({ "query": query, "match": "body", "read": 0 })
 }
@@ -395,7 +385,15 @@ fn main() {
         let mut searches = Vec::new();
         for on_disk in [false, true] {
             searches.push(search_run("large documents", tree.path(), &LOOKUPS, on_disk).await);
-            searches.push(search_run("linked tree", linked.path(), &LINKED_LOOKUPS, on_disk).await);
+            searches.push(
+                search_run(
+                    "linked tree",
+                    linked.path(),
+                    &mark_testkit::LINKED_TREE_QUERIES,
+                    on_disk,
+                )
+                .await,
+            );
         }
         (runs, accounts, searches)
     });

@@ -19,6 +19,12 @@ async fn start() -> Mcp {
     Mcp::start(&["--root", vault().to_str().unwrap()]).await
 }
 
+/// `reply` is a tool error whose one line is `expected`.
+fn assert_tool_error(reply: &Reply, expected: &str) {
+    assert!(reply.is_error, "{}", reply.text);
+    assert_eq!(reply.body().trim_end(), expected, "{}", reply.text);
+}
+
 async fn explore(mcp: &Mcp, url: &str) -> Reply {
     mcp.call("mark_explore", json!({ "url": url })).await
 }
@@ -378,11 +384,9 @@ async fn a_block_id_fetches_that_block_and_its_delivery_key_is_the_block() {
         parts.text
     );
     // An unknown id: a tool error naming the nearest ids, like an unknown anchor.
-    let miss = mcp.fetch("/Beta.md#^beta").await;
-    assert!(miss.is_error, "{}", miss.text);
-    assert_eq!(
-        miss.body().trim_end(),
-        "block ^beta not found in /Beta.md; nearest: ^beta-item, ^beta-block"
+    assert_tool_error(
+        &mcp.fetch("/Beta.md#^beta").await,
+        "block ^beta not found in /Beta.md; nearest: ^beta-item, ^beta-block",
     );
     mcp.stop().await;
 }
@@ -423,11 +427,9 @@ async fn a_heading_path_fetches_the_sub_under_that_heading() {
     // As the card writes a nested wiki link's target.
     let sub = mcp.fetch("/notes/Alpha%20Note.md#Details#Sub part").await;
     assert!(sub.body().starts_with("### Sub part\n"), "{}", sub.text);
-    let miss = mcp.fetch("/Gamma.md#Part two#Nope").await;
-    assert!(miss.is_error, "{}", miss.text);
-    assert_eq!(
-        miss.body().trim_end(),
-        "section #Part two#Nope not found in /Gamma.md; nearest: summary-1"
+    assert_tool_error(
+        &mcp.fetch("/Gamma.md#Part two#Nope").await,
+        "section #Part two#Nope not found in /Gamma.md; nearest: summary-1",
     );
     mcp.stop().await;
 }

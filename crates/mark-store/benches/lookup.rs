@@ -56,15 +56,6 @@ const NODE_QUERIES: [&str; 6] = [
     "http request timeout",
 ];
 
-const TREE_QUERIES: [&str; 6] = [
-    "opening paragraph",
-    "document 42 folder 7",
-    "hub 7",
-    "text of part 2",
-    "cut like a real one",
-    "doc 12-40",
-];
-
 /// Measures warm any-word LOOKUPs round `queries` (the first run once
 /// before); returns how many LOOKUPs were measured.
 fn warm(
@@ -145,7 +136,7 @@ fn tree10k(c: &mut Criterion) {
     group.bench_function("first lookup (open, parse, index 10,020 files)", |b| {
         b.iter(|| {
             let engine = Engine::open(dir.path(), StoreMode::Flat, None).unwrap();
-            let r = engine.handle(&any_lookup(TREE_QUERIES[0]), now);
+            let r = engine.handle(&any_lookup(mark_testkit::LINKED_TREE_QUERIES[0]), now);
             assert_eq!(r.status, Status::Ok);
             black_box(r)
         });
@@ -155,7 +146,7 @@ fn tree10k(c: &mut Criterion) {
         &mut group,
         "warm any-word lookup",
         &engine,
-        &TREE_QUERIES,
+        &mark_testkit::LINKED_TREE_QUERIES,
         now,
     );
     group.finish();
@@ -167,7 +158,7 @@ fn tree100k(c: &mut Criterion) {
     let now = SystemTime::now();
     let engine = Engine::open(dir.path(), StoreMode::Flat, None).unwrap();
     let started = Instant::now();
-    let r = engine.handle(&any_lookup(TREE_QUERIES[0]), now);
+    let r = engine.handle(&any_lookup(mark_testkit::LINKED_TREE_QUERIES[0]), now);
     assert_eq!(r.status, Status::Ok);
     eprintln!(
         "tree100k: first lookup (parse, index 100,020 files) {:.2} s, one run",
@@ -177,7 +168,13 @@ fn tree100k(c: &mut Criterion) {
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(5));
-    let n = warm(&mut group, "warm", &engine, &TREE_QUERIES, now);
+    let n = warm(
+        &mut group,
+        "warm",
+        &engine,
+        &mark_testkit::LINKED_TREE_QUERIES,
+        now,
+    );
     eprintln!("tree100k: {n} warm lookups run (criterion's warm-up included)");
     group.finish();
 }

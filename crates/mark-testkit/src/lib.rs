@@ -35,7 +35,7 @@ pub use cert::{TestCertificate, write_test_certificate};
 pub use process::{LoggedRequest, MarkServerProcess, parse_listening_line, parse_request_line};
 pub use relay::{Direction, LinkShape, RelayStats, UdpRelay};
 pub use store::{TempStore, generate_token, import_store, run_mark_server};
-pub use tree::{vault_note_name, write_linked_tree, write_vault};
+pub use tree::{LINKED_TREE_QUERIES, vault_note_name, write_linked_tree, write_vault};
 
 use std::time::Duration;
 

@@ -5,6 +5,18 @@
 use std::io;
 use std::path::Path;
 
+/// Body-search queries over a [`write_linked_tree`] tree, from ones that
+/// match nearly every section to ones that match a few; the lookup
+/// benchmarks share them.
+pub const LINKED_TREE_QUERIES: [&str; 6] = [
+    "opening paragraph",
+    "document 42 folder 7",
+    "hub 7",
+    "text of part 2",
+    "cut like a real one",
+    "doc 12-40",
+];
+
 /// Writes `docs` documents into `root`: 100 folders `fNN/` of `dNNN.md`
 /// (~1 KB each: a title, an opening paragraph, three `## Part N` sections)
 /// with 15 links per document, 12 to documents of other folders and 3 to
