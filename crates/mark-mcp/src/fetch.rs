@@ -54,7 +54,8 @@ pub struct FetchParams {
 }
 
 /// Bounds of a section's sub-outline (the document outline keeps the
-/// markdown-slice default of 60 lines / 2 KB).
+/// markdown-slice default of 60 lines / 2 KB, as does the section of a
+/// document's only top-level heading, which is the document).
 const SECTION_OUTLINE: OutlineOptions = OutlineOptions {
     max_lines: 120,
     max_bytes: 6 * 1024,
@@ -407,9 +408,14 @@ impl View<'_> {
         // A section outline is asked for after the document outline showed
         // only `+N subsections` under it: give its children more room (still
         // about 1.5K tokens at most) so drilling down always shows a level.
+        // The section of the only top-level heading (a title heading) is
+        // the document: it gets the document outline's bounds.
+        let whole = |h: &Heading| {
+            h.parent.is_none() && doc.headings().iter().filter(|x| x.parent.is_none()).count() == 1
+        };
         let opts = match heading {
-            None => OutlineOptions::default(),
-            Some(_) => SECTION_OUTLINE,
+            Some(h) if !whole(h) => SECTION_OUTLINE,
+            _ => OutlineOptions::default(),
         };
         let (what, text, label) = match heading {
             None => ("document", doc.source(), String::new()),

@@ -586,7 +586,7 @@ fn merge_any(per_word: Vec<(&str, Vec<LookupRow>)>, limit: usize) -> Found {
 }
 
 /// One line per row: `url#anchor · Doc › Heading (importance) [tags] ·
-/// lacks: word · snippet`.
+/// lacks: word · snippet` (see [`trail`]).
 fn rows(rows: &[LookupRow]) -> Vec<String> {
     let importance_differs = rows
         .windows(2)
@@ -595,7 +595,7 @@ fn rows(rows: &[LookupRow]) -> Vec<String> {
     rows.iter()
         .map(|r| {
             let target = r.target();
-            let mut line = format!("{target} · {}", r.title);
+            let mut line = format!("{target} · {}", trail(&r.title));
             if importance_differs {
                 line.push_str(&format!(" ({:.2})", r.importance));
             }
@@ -612,6 +612,15 @@ fn rows(rows: &[LookupRow]) -> Vec<String> {
             cut_bytes(line, MAX_ROW_BYTES)
         })
         .collect()
+}
+
+/// A row's heading trail, `Doc › Heading`, once when the heading is the
+/// document's title (the section of a title heading): `Doc`.
+fn trail(title: &str) -> &str {
+    match title.split_once(" › ") {
+        Some((doc, heading)) if doc == heading => doc,
+        _ => title,
+    }
 }
 
 /// A row for `--json`: the fetchable url and each cell as it is.
@@ -682,6 +691,12 @@ mod tests {
         );
         let differ = rows(&[row("/a.md", "x", 0.9, &[]), row("/b.md", "y", 0.5, &[])]);
         assert!(differ[0].starts_with("/a.md#x · Doc › Head (0.90) · "));
+        let mut titled = row("/a.md", "doc", 0.5, &[]);
+        titled.title = "Doc › Doc".to_string();
+        assert!(
+            rows(&[titled])[0].starts_with("/a.md#doc · Doc · "),
+            "a title heading's trail is the title once"
+        );
         let mut long = row("/a.md", "x", 0.5, &[]);
         long.title = "T".repeat(1000);
         let cut = rows(&[long]);

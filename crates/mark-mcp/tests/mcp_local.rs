@@ -782,6 +782,11 @@ async fn a_real_large_document_stays_bounded() {
     assert_eq!(r.field("mode"), Some("outline"));
     assert!(r.text.len() < 4096, "{} bytes", r.text.len());
     assert!(r.body().contains("(#promises-api, ") && r.body().contains("subsections"));
+    // The section of the only top-level heading is the document: its
+    // outline has the document's bounds, not a section's larger ones.
+    let title = mcp.fetch("/fs.md#file-system").await;
+    assert_eq!(title.field("mode"), Some("outline"));
+    assert!(title.text.len() < 4096, "{} bytes", title.text.len());
 
     let r = mcp.fetch("/fs.md#promises-api").await;
     assert_eq!(r.field("mode"), Some("outline"));

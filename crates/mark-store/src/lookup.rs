@@ -40,10 +40,10 @@
 use crate::clock::parse_time_or_date;
 use crate::paths::SafePath;
 use crate::store::{Stamp, Store};
-use crate::text_index::{DocumentEntry, SectionEntry, TextIndex};
+use crate::text_index::{DocumentEntry, LinkEntry, SectionEntry, TextIndex};
 use mark_proto::lookup::{LookupRow, LookupTable, query_words, word_spans};
 use mark_proto::{Metadata, Response, Status};
-use markdown_slice::{Document, tag_matches};
+use markdown_slice::{Document, Link, Target, slugify, tag_matches};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io;
@@ -59,6 +59,21 @@ pub const DEFAULT_LIMIT: usize = 10;
 pub const MAX_LIMIT: usize = 1000;
 /// Importance of a document whose frontmatter names none (or one outside 0..=1).
 pub const DEFAULT_IMPORTANCE: f64 = 0.5;
+/// How much the links to a section add to its any-word score: the sum of
+/// the best [`LINK_SOURCES`] link contexts' scores times this. Measured on
+/// the Brackwater and Node corpora (mark-bench ranking and orientation):
+/// 1.5 over the two best links lets a hub's "Current phase: [Phase 10]"
+/// lift that phase for "which phase is current", while every ranking
+/// target still holds; more weight or more links let much-linked glossary
+/// entries outrank the sections a query names.
+pub const LINK_WEIGHT: f64 = 1.5;
+/// Links counted per section (the best-scoring ones).
+const LINK_SOURCES: usize = 2;
+/// Links of one document indexed (the first ones): a page that is a list of
+/// 100,000 links says little about each.
+const MAX_LINKS: usize = 1000;
+/// Bytes of a link's paragraph indexed on each side of the link.
+const LINK_CONTEXT: usize = 120;
 /// Longest snippet, in bytes as written in the table (escapes included).
 pub const MAX_SNIPPET: usize = 240;
 
@@ -228,6 +243,8 @@ struct IndexedDoc {
     /// Its markdown's length (what the index holds of it).
     bytes: u64,
     sections: Vec<SectionInfo>,
+    /// The keys of its links to other documents' sections.
+    links: Vec<u64>,
 }
 
 /// One section as read from markdown, before it goes into the index.
@@ -252,6 +269,17 @@ struct Parsed<'a> {
     aliases: Vec<String>,
     importance: f64,
     sections: Vec<ParsedSection<'a>>,
+    links: Vec<ParsedLink>,
+}
+
+/// A link to a section of another document.
+struct ParsedLink {
+    /// The target document.
+    target: SafePath,
+    /// The target section's anchor (the fragment as a slug).
+    anchor: String,
+    /// The words of its paragraph around it (see [`link_context`]).
+    context: String,
 }
 
 impl Parsed<'_> {
@@ -283,6 +311,7 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|v| (0.0..=1.0).contains(v))
         .unwrap_or(DEFAULT_IMPORTANCE);
+    let links = section_links(path, source, doc.links());
     let headings = doc.headings();
     let mut sections = Vec::with_capacity(headings.len() + 1);
     let preamble = source.get(doc.preamble_range()).unwrap_or("");
@@ -321,7 +350,90 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
         aliases,
         importance,
         sections,
+        links,
     }
+}
+
+/// The links of the document at `path` to sections of other documents
+/// (`#^block` and whole-document links left out), with their contexts, at
+/// most [`MAX_LINKS`].
+fn section_links(path: &SafePath, source: &str, links: &[Link]) -> Vec<ParsedLink> {
+    let own = path.decoded();
+    let mut out = Vec::new();
+    for link in links.iter().filter(|l| !l.is_image) {
+        if out.len() == MAX_LINKS {
+            break;
+        }
+        let Target::Internal {
+            path: target,
+            fragment: Some(fragment),
+        } = link.resolve(&own)
+        else {
+            continue;
+        };
+        if target == own || fragment.starts_with('^') {
+            continue;
+        }
+        let segments = target.split('/').skip(1).map(str::to_string).collect();
+        let Some(target) = SafePath::from_segments(segments, false) else {
+            continue;
+        };
+        out.push(ParsedLink {
+            target,
+            anchor: slugify(&fragment),
+            context: link_context(source, link, links),
+        });
+    }
+    out
+}
+
+/// The paragraph around `link`, at most [`LINK_CONTEXT`] bytes on each
+/// side, without the link itself and with each other link in it replaced
+/// by its text (a destination's words are not what the paragraph says).
+/// The link's own text is left out on purpose: it mostly repeats the
+/// target's heading, and a glossary entry that every note links by its
+/// name would otherwise outrank the sections that are about that name.
+fn link_context(source: &str, link: &Link, links: &[Link]) -> String {
+    // Only the bytes within reach are searched, so a long list of links
+    // costs linear time.
+    let reach = floor_char(source, link.range.start.saturating_sub(LINK_CONTEXT));
+    let start = source[reach..link.range.start]
+        .rfind("\n\n")
+        .map_or(reach, |i| reach + i + 2);
+    let reach = floor_char(source, link.range.end + LINK_CONTEXT);
+    let end = source[link.range.end..reach]
+        .find("\n\n")
+        .map_or(reach, |i| link.range.end + i);
+    let mut out = String::new();
+    let mut at = start;
+    // Links come in source order.
+    let first = links.partition_point(|l| l.range.start < start);
+    for l in links[first..]
+        .iter()
+        .take_while(|l| l.range.start < end)
+        .filter(|l| l.range.end <= end)
+    {
+        if l.range.start >= at {
+            out.push_str(&source[at..l.range.start]);
+            out.push(' ');
+            if l.range != link.range {
+                out.push_str(&l.text);
+                out.push(' ');
+            }
+            at = l.range.end;
+        }
+    }
+    out.push_str(&source[at..end]);
+    out
+}
+
+/// The largest char boundary of `text` at or before `i`.
+fn floor_char(text: &str, i: usize) -> usize {
+    let mut i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 /// Where an index key points: a document's catalog row or one of its sections.
@@ -395,6 +507,16 @@ pub(crate) struct Catalog {
     storage: Option<IndexStorage>,
     /// Markdown bytes of the indexed documents.
     indexed_bytes: u64,
+    /// What each indexed link points at, by its key.
+    links: HashMap<u64, LinkKey>,
+}
+
+/// Where an indexed link is and what it points at.
+#[derive(Debug)]
+struct LinkKey {
+    source: SafePath,
+    target: SafePath,
+    anchor: String,
 }
 
 impl Default for Catalog {
@@ -408,6 +530,7 @@ impl Default for Catalog {
             recheck: DEFAULT_RECHECK,
             storage: None,
             indexed_bytes: 0,
+            links: HashMap::new(),
         }
     }
 }
@@ -564,6 +687,7 @@ impl Catalog {
                 self.docs.clear();
                 self.rows.clear();
                 self.indexed_bytes = 0;
+                self.links.clear();
                 self.storage = Some(storage);
                 true
             }
@@ -601,6 +725,9 @@ impl Catalog {
             self.rows.remove(&old.ord);
             for s in &old.sections {
                 self.rows.remove(&s.ord);
+            }
+            for l in &old.links {
+                self.links.remove(l);
             }
             self.index()?.remove(&path.encoded());
         }
@@ -687,6 +814,27 @@ impl Catalog {
                 above: s.above,
             });
         }
+        let mut links = Vec::new();
+        if indexed {
+            for l in parsed.links {
+                let ord = self.next_ord;
+                self.next_ord += 1;
+                self.index()?.add_link(&LinkEntry {
+                    ord,
+                    path: &encoded,
+                    context: &l.context,
+                })?;
+                self.links.insert(
+                    ord,
+                    LinkKey {
+                        source: path.clone(),
+                        target: l.target,
+                        anchor: l.anchor,
+                    },
+                );
+                links.push(ord);
+            }
+        }
         if indexed {
             let headings: Vec<&str> = sections
                 .iter()
@@ -712,6 +860,7 @@ impl Catalog {
                 ord: doc_ord,
                 bytes,
                 sections,
+                links,
             },
         );
         Ok(())
@@ -746,6 +895,50 @@ impl Catalog {
         self.search_indexed(scope, query, readable)
     }
 
+    /// For an any-word query, what the links to each section add to its
+    /// score (by the section's key): see [`LINK_WEIGHT`]. Only links whose
+    /// context holds a query word count, and only from documents the
+    /// caller may read (a link's context is that document's text).
+    fn link_scores(
+        &self,
+        index: &TextIndex,
+        searcher: &tantivy::Searcher,
+        query: &LookupQuery,
+        readable: &dyn Fn(&SafePath) -> bool,
+    ) -> io::Result<HashMap<u64, f64>> {
+        let (Terms::Words(words), true) = (&query.terms, query.any) else {
+            return Ok(HashMap::new());
+        };
+        let mut readable_source: HashMap<&SafePath, bool> = HashMap::new();
+        let mut per: HashMap<u64, Vec<f64>> = HashMap::new();
+        for h in index.links(searcher, words)? {
+            let Some(link) = self.links.get(&h.ord) else {
+                continue;
+            };
+            let Some(section) = self.docs.get(&link.target).and_then(|d| {
+                d.sections
+                    .iter()
+                    .find(|s| s.anchor.as_deref() == Some(link.anchor.as_str()))
+            }) else {
+                continue;
+            };
+            if *readable_source
+                .entry(&link.source)
+                .or_insert_with(|| readable(&link.source))
+            {
+                per.entry(section.ord).or_default().push(f64::from(h.score));
+            }
+        }
+        Ok(per
+            .into_iter()
+            .map(|(ord, mut found)| {
+                found.sort_by(|a, b| b.total_cmp(a));
+                let best: f64 = found.iter().take(LINK_SOURCES).sum();
+                (ord, LINK_WEIGHT * best)
+            })
+            .collect())
+    }
+
     /// Runs `query` over what the index holds now.
     fn search_indexed(
         &mut self,
@@ -765,6 +958,7 @@ impl Catalog {
             query,
             readable,
         };
+        let link_scores = self.link_scores(index, &searcher, query, readable)?;
         let mut ranked: Vec<Ranked<'_>> = Vec::new();
         let mut with_doc_row: HashSet<u64> = HashSet::new();
         if query.mode == MatchMode::Catalog {
@@ -802,7 +996,11 @@ impl Catalog {
                 let Some(doc) = admission.doc(key) else {
                     continue;
                 };
-                let score = if all { 1.0 } else { f64::from(h.score) };
+                let score = if all {
+                    1.0
+                } else {
+                    f64::from(h.score) + link_scores.get(&h.ord).copied().unwrap_or(0.0)
+                };
                 let section = key.section.and_then(|i| doc.sections.get(i));
                 ranked.push(Ranked::new(
                     all || h.itself,
@@ -1156,6 +1354,92 @@ mod tests {
         assert_eq!(sub.text.trim(), "Sub text.", "own text only");
         let untitled = parse_document(&SafePath::parse("/x/n.md").unwrap(), "no headings");
         assert_eq!(untitled.title, "n.md");
+    }
+
+    #[test]
+    fn links_to_sections_of_other_documents_keep_the_words_around_them() {
+        let text = "Intro.\n\nCurrent phase: [Phase 2 — Build](roadmap.md#phase-2--build), since May; \
+                    see [the glossary](../g.md#Some%20Term).\n\n\
+                    Apart: [self](#x), [whole](roadmap.md), [block](roadmap.md#^b1), ![img](i.md#a).\n";
+        let d = parse_document(&SafePath::parse("/p/index.md").unwrap(), text);
+        let links: Vec<(String, &str, &str)> = d
+            .links
+            .iter()
+            .map(|l| (l.target.decoded(), l.anchor.as_str(), l.context.as_str()))
+            .collect();
+        assert_eq!(links.len(), 2, "{links:?}");
+        assert_eq!(
+            (links[0].0.as_str(), links[0].1),
+            ("/p/roadmap.md", "phase-2--build")
+        );
+        let context = links[0].2;
+        assert!(
+            context.contains("Current phase:") && context.contains("the glossary"),
+            "{context}"
+        );
+        assert!(
+            !context.contains("Build") && !context.contains("Apart"),
+            "{context}"
+        );
+        assert_eq!((links[1].0.as_str(), links[1].1), ("/g.md", "some-term"));
+    }
+
+    const ROADMAP: &str = "# Roadmap\n\n## Phase 1 — A\n\nWindow one.\n\n\
+                           ## Phase 2 — B\n\nWindow two.\n\n## Phase 3 — C\n\nWindow three.\n";
+    const HUB: &str = "# Hub\n\nThe running one: [B](roadmap.md#phase-2--b).\n";
+
+    /// The roadmap's rows for `terms` (`any` or `all`), in rank order, with
+    /// the hub readable or not.
+    fn roadmap_rows(terms: &str, hub_readable: bool) -> Vec<String> {
+        let mut catalog = Catalog::default();
+        let stamp = Stamp {
+            version: 1,
+            archived: false,
+            len: 0,
+            mtime_ns: 0,
+        };
+        for (path, text) in [("/roadmap.md", ROADMAP), ("/hub.md", HUB)] {
+            let path = SafePath::parse(path).unwrap();
+            catalog
+                .insert(&path, stamp, text, None, String::new())
+                .unwrap();
+        }
+        let query = LookupQuery::from_metadata(&meta(&[
+            ("query", "phase running"),
+            ("match", "body"),
+            ("terms", terms),
+        ]))
+        .unwrap();
+        let hub = SafePath::parse("/hub.md").unwrap();
+        let readable = |p: &SafePath| hub_readable || *p != hub;
+        let found = catalog
+            .search_indexed(&SafePath::root(), &query, &readable)
+            .unwrap();
+        found
+            .rows
+            .iter()
+            .filter_map(|r| r.anchor.clone())
+            .filter(|a| a.starts_with("phase"))
+            .collect()
+    }
+
+    #[test]
+    fn a_link_s_words_lift_the_section_it_points_at_in_any_word_mode_only() {
+        assert_eq!(
+            roadmap_rows("any", true),
+            ["phase-2--b", "phase-1--a", "phase-3--c"],
+            "the hub calls Phase 2 the running one"
+        );
+        assert_eq!(
+            roadmap_rows("any", false),
+            ["phase-1--a", "phase-2--b", "phase-3--c"],
+            "a link in a document the caller may not read does not count"
+        );
+        assert_eq!(
+            roadmap_rows("all", true),
+            Vec::<String>::new(),
+            "all words: no roadmap section holds `running`"
+        );
     }
 
     #[test]

@@ -3,14 +3,17 @@
 //! tantivy document per
 //! section (its own text, its own heading, the headings above it, the
 //! document's title and tags) and one per document (title and tags, all its
-//! headings) for catalog rows.
+//! headings) for catalog rows, and one per link from a document to a
+//! section of another (the link's text and the words around it: how others
+//! name that section, which in any-word mode raises the section's rank).
 //!
 //! Words are mark-proto's word rule ([`word_spans`], lower-cased, no length
 //! cut-off, so a long identifier stays one word). Each text field has an
 //! English-stemmed twin that only ranks, and only in any-word mode: all-words
 //! recall uses the exact fields, so the wire default finds what it always
 //! found. Scores are BM25 per field with boosts: the own heading above the
-//! title and tags, above the text, above the headings above; a stemmed field
+//! title and tags, above the text, above the headings above (in any-word
+//! mode a word scores by its best field, see [`TIE`]); a stemmed field
 //! weighs [`STEM`] of its exact twin, so exact forms rank first. Each pair
 //! of adjacent query words is also a phrase query on text and heading, so
 //! `fs.readFile` or `2023-11-20` rank the sections holding that run first.
@@ -28,8 +31,8 @@ use tantivy::columnar::Column;
 use tantivy::directory::{Directory, INDEX_WRITER_LOCK, MmapDirectory};
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, EnableScoring, Occur, PhraseQuery, Query, TermQuery,
-    Weight,
+    Bm25StatisticsProvider, BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery,
+    EnableScoring, Occur, PhraseQuery, Query, TermQuery, Weight,
 };
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
@@ -47,8 +50,14 @@ const W_HEADING: Score = 3.0;
 const W_TITLE: Score = 2.0;
 const W_TEXT: Score = 1.0;
 const W_TRAIL: Score = 0.5;
+const W_LINKED: Score = 1.0;
 /// A stemmed field's weight relative to its exact twin.
 const STEM: Score = 0.4;
+/// In any-word mode each word scores by its best field, plus this share
+/// of its other fields' scores (a disjunction max): a word found in a
+/// section's heading, title and text at once counts about once, so holding
+/// more of the words beats holding one of them everywhere.
+const TIE: Score = 0.3;
 /// Extra weight of two adjacent query words found adjacent, per field weight.
 const W_PHRASE: Score = 1.0;
 /// A catalog row's weight: every word in the title and tags is the
@@ -127,10 +136,12 @@ struct Fields {
     heading: Pair,
     trail: Pair,
     text: Pair,
+    linked: Pair,
 }
 
 const SECTION: &str = "s";
 const DOCUMENT: &str = "d";
+const LINK: &str = "l";
 
 /// One section to index.
 pub(crate) struct SectionEntry<'a> {
@@ -158,6 +169,17 @@ pub(crate) struct DocumentEntry<'a> {
     pub title: &'a str,
     /// All its headings.
     pub headings: &'a str,
+}
+
+/// One link to a section of another document.
+pub(crate) struct LinkEntry<'a> {
+    /// The caller's key for this link.
+    pub ord: u64,
+    /// The encoded path of the document holding the link (its links are
+    /// removed with it).
+    pub path: &'a str,
+    /// The link's text and the words around it.
+    pub context: &'a str,
 }
 
 /// One matching row: the caller's key, the score, whether a section holds
@@ -246,11 +268,12 @@ impl TextIndex {
             stemmed: schema.add_text_field(&format!("{name}_en"), text_options(STEMMED)),
             weight,
         };
-        let (title, heading, trail, text) = (
+        let (title, heading, trail, text, linked) = (
             pair("title", W_TITLE),
             pair("heading", W_HEADING),
             pair("trail", W_TRAIL),
             pair("text", W_TEXT),
+            pair("linked", W_LINKED),
         );
         let fields = Fields {
             kind: schema.add_text_field("kind", STRING),
@@ -261,6 +284,7 @@ impl TextIndex {
             heading,
             trail,
             text,
+            linked,
         };
         let (index, folder) = match parent {
             None => (Index::create_in_ram(schema.build()), None),
@@ -340,6 +364,17 @@ impl TextIndex {
         doc.add_u64(f.ord, d.ord);
         Self::add_pair(&mut doc, f.title, d.title);
         Self::add_pair(&mut doc, f.heading, d.headings);
+        self.add(doc)
+    }
+
+    /// Adds a link to a section of another document.
+    pub(crate) fn add_link(&mut self, l: &LinkEntry<'_>) -> io::Result<()> {
+        let f = self.fields;
+        let mut doc = TantivyDocument::default();
+        doc.add_text(f.kind, LINK);
+        doc.add_text(f.path, l.path);
+        doc.add_u64(f.ord, l.ord);
+        Self::add_pair(&mut doc, f.linked, l.context);
         self.add(doc)
     }
 
@@ -454,22 +489,38 @@ impl TextIndex {
         let f = self.fields;
         let own = [f.heading, f.text];
         let located = [f.heading, f.text, f.trail];
+        let anywhere = [f.title, f.heading, f.text, f.trail];
         let mut clauses = vec![self.kind(SECTION)];
         let in_section: Vec<(Occur, Box<dyn Query>)> = words
             .iter()
             .flat_map(|w| located.iter().flat_map(|p| self.word_in(*p, w, any)))
             .collect();
-        clauses.push((Occur::Must, Self::any_of(in_section)));
         if any {
-            clauses.extend(words.iter().flat_map(|w| self.word_in(f.title, w, true)));
+            // Recall only; each word then scores by its best field.
+            clauses.push((
+                Occur::Must,
+                Box::new(ConstScoreQuery::new(Self::any_of(in_section), 0.0)),
+            ));
+            for w in words {
+                let disjuncts: Vec<Box<dyn Query>> = anywhere
+                    .iter()
+                    .flat_map(|p| self.word_in(*p, w, true))
+                    .map(|(_, q)| q)
+                    .collect();
+                clauses.push((
+                    Occur::Should,
+                    Box::new(DisjunctionMaxQuery::with_tie_breaker(disjuncts, TIE)),
+                ));
+            }
         } else {
+            clauses.push((Occur::Must, Self::any_of(in_section)));
             // Every word somewhere; scores come from these clauses too.
             for w in words {
-                let anywhere = [f.title, f.heading, f.text, f.trail]
+                let somewhere = anywhere
                     .iter()
                     .flat_map(|p| self.word_in(*p, w, false))
                     .collect();
-                clauses.push((Occur::Must, Self::any_of(anywhere)));
+                clauses.push((Occur::Must, Self::any_of(somewhere)));
             }
         }
         clauses.extend(self.phrases(words));
@@ -483,14 +534,31 @@ impl TextIndex {
         )
         .weight(EnableScoring::disabled_from_searcher(searcher))
         .map_err(io_error)?;
-        searcher
-            .search(
-                &BooleanQuery::new(clauses),
-                &AllHits {
-                    itself: Some(itself),
-                },
-            )
-            .map_err(io_error)
+        self.search(
+            searcher,
+            SECTION,
+            &BooleanQuery::new(clauses),
+            &AllHits {
+                itself: Some(itself),
+            },
+        )
+    }
+
+    /// Links whose context holds one of `words` (exactly or by stem),
+    /// scored as any-word sections are.
+    pub(crate) fn links(&self, searcher: &Searcher, words: &[String]) -> io::Result<Vec<Hit>> {
+        let mut clauses = vec![self.kind(LINK)];
+        let any = words
+            .iter()
+            .flat_map(|w| self.word_in(self.fields.linked, w, true))
+            .collect();
+        clauses.push((Occur::Must, Self::any_of(any)));
+        self.search(
+            searcher,
+            LINK,
+            &BooleanQuery::new(clauses),
+            &AllHits { itself: None },
+        )
     }
 
     /// Documents whose title and tags hold every one of `words`.
@@ -502,8 +570,30 @@ impl TextIndex {
             clauses.extend(self.word_in(f.heading, w, false));
         }
         let query = BoostQuery::new(Box::new(BooleanQuery::new(clauses)), W_DOCUMENT);
+        self.search(searcher, DOCUMENT, &query, &AllHits { itself: None })
+    }
+
+    /// Runs `query` over the links (`kind` [`LINK`]) or over the sections
+    /// and catalog entries, each scored as if the index held only those:
+    /// links do not change the sections' BM25 statistics (a new link does
+    /// not move every section's rank), nor sections the links'.
+    fn search(
+        &self,
+        searcher: &Searcher,
+        kind: &str,
+        query: &dyn Query,
+        collector: &AllHits,
+    ) -> io::Result<Vec<Hit>> {
+        let links = searcher
+            .doc_freq(&Term::from_field_text(self.fields.kind, LINK))
+            .map_err(io_error)?;
+        let all = Bm25StatisticsProvider::total_num_docs(searcher).map_err(io_error)?;
+        let stats = KindStatistics {
+            searcher,
+            docs: if kind == LINK { links } else { all - links },
+        };
         searcher
-            .search(&query, &AllHits { itself: None })
+            .search_with_statistics_provider(query, collector, &stats)
             .map_err(io_error)
     }
 
@@ -557,6 +647,29 @@ impl TextIndex {
                 &AllHits { itself: None },
             )
             .map_err(io_error)
+    }
+}
+
+/// BM25 statistics of some of the entries (see [`TextIndex::search`]): the
+/// number of entries is theirs; a term's count and a field's tokens are
+/// the index's, which only they hold, a count never above the number of
+/// entries.
+struct KindStatistics<'a> {
+    searcher: &'a Searcher,
+    docs: u64,
+}
+
+impl Bm25StatisticsProvider for KindStatistics<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        Bm25StatisticsProvider::total_num_tokens(self.searcher, field)
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.docs.max(1))
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        Ok(self.searcher.doc_freq(term)?.min(self.docs.max(1)))
     }
 }
 

@@ -99,8 +99,8 @@ pub const PIER_QUERY: &str = "pier deploy work";
 /// How each row of a body lookup of [`PIER_QUERY`] over [`pier_and_hosts`]
 /// starts, in any order: each says which word it lacks.
 pub const PIER_ROWS: [&str; 2] = [
-    "/hosts.md#hosts · Hosts › Hosts · lacks: pier · Hosts take",
-    "/pier.md#pier · Pier › Pier · lacks: work · Pier is",
+    "/hosts.md#hosts · Hosts · lacks: pier · Hosts take",
+    "/pier.md#pier · Pier · lacks: work · Pier is",
 ];
 
 /// The `/…` rows of a lookup result, in order.
