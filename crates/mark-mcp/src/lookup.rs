@@ -145,7 +145,7 @@ pub async fn lookup_watched(
         .join("\0"),
         part: String::new(),
     };
-    let (mut found, hits) = match search(session, params, read > 0, now, watcher).await {
+    let (mut found, hits) = match search(session, params, read as usize, now, watcher).await {
         Ok(t) => t,
         Err(t) => return t,
     };
@@ -283,12 +283,13 @@ struct Found {
     total: usize,
 }
 
-/// The rows as text, and the hits themselves in rank order. `reading`:
-/// the top hits follow, so the closing line points at the others.
+/// The rows as text, and the hits themselves in rank order. `read`: the
+/// top hits whose sections follow (their rows say so in place of a
+/// snippet, and the closing line points at the others).
 async fn search(
     session: &Session,
     params: LookupParams,
-    reading: bool,
+    read: usize,
     now: Instant,
     watcher: &dyn CrawlWatcher,
 ) -> Result<(ToolText, Vec<LookupRow>), ToolText> {
@@ -365,7 +366,7 @@ async fn search(
         found = merge_any(per_word, wanted);
     }
     let hits: Vec<LookupRow> = found.table.rows.drain(..).skip(offset).collect();
-    let lines = rows(&hits);
+    let lines = rows(&hits, read);
     // Whole rows while they fit; the rest are the next cursor's.
     let mut text = String::new();
     let mut shown = 0;
@@ -391,7 +392,7 @@ async fn search(
             "[rows past {SOURCE_MAX_ROWS} are not listed; narrow the words, the scope or the filter]\n"
         ));
     }
-    if shown > 0 && reading {
+    if shown > 0 && read > 0 {
         text.push_str("Read other hits with mark_fetch url#anchor.\n");
     } else if shown > 0 {
         text.push_str("Read a hit with mark_fetch url#anchor rather than the whole document.\n");
@@ -586,14 +587,16 @@ fn merge_any(per_word: Vec<(&str, Vec<LookupRow>)>, limit: usize) -> Found {
 }
 
 /// One line per row: `url#anchor · Doc › Heading (importance) [tags] ·
-/// lacks: word · snippet` (see [`trail`]).
-fn rows(rows: &[LookupRow]) -> Vec<String> {
+/// lacks: word · snippet` (see [`trail`]); the first `read` rows, whose
+/// sections follow, say `read below` in place of the snippet.
+fn rows(rows: &[LookupRow], read: usize) -> Vec<String> {
     let importance_differs = rows
         .windows(2)
         .any(|w| (w[0].importance - w[1].importance).abs() >= 0.005);
     let mut tagged: HashSet<&str> = HashSet::new();
     rows.iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             let target = r.target();
             let mut line = format!("{target} · {}", trail(&r.title));
             if importance_differs {
@@ -605,7 +608,9 @@ fn rows(rows: &[LookupRow]) -> Vec<String> {
             if !r.lacks.is_empty() {
                 line.push_str(&format!(" · lacks: {}", r.lacks.join(" ")));
             }
-            if let Some(s) = r.snippet.as_deref().filter(|s| !s.is_empty()) {
+            if i < read {
+                line.push_str(" · read below");
+            } else if let Some(s) = r.snippet.as_deref().filter(|s| !s.is_empty()) {
                 line.push_str(" · ");
                 line.push_str(&cut_chars(s, SNIPPET_CHARS));
             }
@@ -676,10 +681,13 @@ mod tests {
 
     #[test]
     fn rows_are_one_compact_line_each() {
-        let same = rows(&[
-            row("/a.md", "x", 0.5, &["t"]),
-            row("/a.md", "y", 0.5, &["t"]),
-        ]);
+        let same = rows(
+            &[
+                row("/a.md", "x", 0.5, &["t"]),
+                row("/a.md", "y", 0.5, &["t"]),
+            ],
+            0,
+        );
         assert_eq!(
             same[0],
             format!("/a.md#x · Doc › Head [t] · {}…", "x".repeat(SNIPPET_CHARS))
@@ -689,17 +697,29 @@ mod tests {
             "tags once, importance only when it differs: {}",
             same[1]
         );
-        let differ = rows(&[row("/a.md", "x", 0.9, &[]), row("/b.md", "y", 0.5, &[])]);
+        let differ = rows(
+            &[row("/a.md", "x", 0.9, &[]), row("/b.md", "y", 0.5, &[])],
+            0,
+        );
         assert!(differ[0].starts_with("/a.md#x · Doc › Head (0.90) · "));
+        let read = rows(
+            &[row("/a.md", "x", 0.5, &[]), row("/a.md", "y", 0.5, &[])],
+            1,
+        );
+        assert_eq!(
+            (read[0].as_str(), read[1].ends_with('…')),
+            ("/a.md#x · Doc › Head · read below", true),
+            "a row read in the same call has no snippet: its section follows"
+        );
         let mut titled = row("/a.md", "doc", 0.5, &[]);
         titled.title = "Doc › Doc".to_string();
         assert!(
-            rows(&[titled])[0].starts_with("/a.md#doc · Doc · "),
+            rows(&[titled], 0)[0].starts_with("/a.md#doc · Doc · "),
             "a title heading's trail is the title once"
         );
         let mut long = row("/a.md", "x", 0.5, &[]);
         long.title = "T".repeat(1000);
-        let cut = rows(&[long]);
+        let cut = rows(&[long], 0);
         assert!(
             cut[0].len() <= MAX_ROW_BYTES && cut[0].ends_with('…'),
             "cut, not dropped"
@@ -738,7 +758,7 @@ mod tests {
             lacks,
             [vec![], vec!["common".to_string()], vec!["rare".to_string()]]
         );
-        let lines = rows(&found.table.rows);
+        let lines = rows(&found.table.rows, 0);
         assert_eq!(lines[1], "/rare.md · T · lacks: common");
     }
 }
