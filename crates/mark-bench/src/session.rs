@@ -330,12 +330,18 @@ fn result_text(result: &CallToolResult) -> String {
 /// and VmHWM (its peak), in KiB; `None` where there is no `/proc` or no
 /// such process.
 pub fn resident_kib(pid: u32) -> Option<(u64, u64)> {
+    Some((
+        proc_status_kib(pid, "VmRSS:")?,
+        proc_status_kib(pid, "VmHWM:")?,
+    ))
+}
+
+/// One field of `/proc/PID/status` in KiB (`VmRSS:`, `RssAnon:`, …);
+/// `None` where there is no such process or field.
+pub fn proc_status_kib(pid: u32, name: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-    };
-    Some((field("VmRSS:")?, field("VmHWM:")?))
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }

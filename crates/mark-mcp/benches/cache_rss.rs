@@ -29,7 +29,7 @@
 //! a tenth of the tree, to check that it works. Numbers in the crate README.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
-use mark_bench::{McpSession, ServerCommand};
+use mark_bench::{McpSession, ServerCommand, resident_kib};
 use mark_client::{Client, ClientConfig, Trust};
 use mark_mcp::fetch::{FetchMode, FetchParams, fetch};
 use mark_mcp::session::Session;
@@ -110,55 +110,15 @@ fn doc_path(d: usize) -> String {
     format!("/f{}/d{d:03}.md", d % 8)
 }
 
-/// A field of `/proc/PID/status` in KiB (`VmRSS:`, `VmHWM:`, `RssAnon:`, …).
+/// A field of `/proc/PID/status` in KiB (`RssAnon:`, `RssFile:`, …).
 fn status_kib(pid: u32, name: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(name))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    mark_bench::proc_status_kib(pid, name)
         .unwrap_or_else(|| panic!("no {name} in /proc/{pid}/status"))
 }
 
 /// VmRSS and VmHWM of `pid`, in KiB.
 fn memory_kib(pid: u32) -> (u64, u64) {
-    (status_kib(pid, "VmRSS:"), status_kib(pid, "VmHWM:"))
-}
-
-/// The newest live `mark-mcp` child of this process: the session does not
-/// hand out its child, so it is found through `/proc`.
-fn mark_mcp_child() -> u32 {
-    let me = std::process::id();
-    let mut newest: Option<(u64, u32)> = None;
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid … starttime(22nd)`; comm may hold spaces.
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let comm = &stat[open + 1..close];
-        let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        let (Some(state), Some(ppid), Some(start)) = (rest.first(), rest.get(1), rest.get(19))
-        else {
-            continue;
-        };
-        if comm == "mark-mcp" && *state != "Z" && ppid.parse() == Ok(me) {
-            let start: u64 = start.parse().unwrap_or(0);
-            if newest.is_none_or(|(s, _)| start >= s) {
-                newest = Some((start, pid));
-            }
-        }
-    }
-    newest.expect("no mark-mcp child process").1
+    resident_kib(pid).unwrap_or_else(|| panic!("no memory figures for {pid}"))
 }
 
 fn outline_args(d: usize) -> serde_json::Value {
@@ -192,7 +152,8 @@ const LOOKUPS: [&str; 8] = [
 ];
 
 fn lookup_args(query: &str) -> serde_json::Value {
-    json!({ "query": query, "match": "body", "read": 0 })
+    // force: a repeated lookup sends its rows again (not `unchanged`).
+    json!({ "query": query, "match": "body", "read": 0, "force": true })
 }
 
 async fn lookups(session: &mut McpSession, queries: &[&str]) {
@@ -208,7 +169,7 @@ async fn binary_run(server: &MarkServerProcess, bound: usize, docs: usize) -> Ru
         server.reader_args(&["--cache-bytes", &bound.to_string()]),
     );
     let mut session = McpSession::start(&command).await.unwrap();
-    let pid = mark_mcp_child();
+    let pid = session.pid().unwrap();
     let (startup, _) = memory_kib(pid);
     let mut warm = 0;
     for d in 0..docs {
@@ -270,6 +231,9 @@ async fn search_run(
         root.display().to_string(),
         "--crawl-docs".into(),
         "1".into(),
+        // The first lookup builds the index of 100,000 files in the call.
+        "--timeout".into(),
+        "300s".into(),
         "--index-dir".into(),
         index_dir.path().display().to_string(),
         "--index-ram-bytes".into(),
@@ -277,7 +241,7 @@ async fn search_run(
     args.push(if on_disk { "0" } else { "1GiB" }.into());
     let command = ServerCommand::new(env!("CARGO_BIN_EXE_mark-mcp"), args);
     let mut session = McpSession::start(&command).await.unwrap();
-    let pid = mark_mcp_child();
+    let pid = session.pid().unwrap();
     let startup = memory_kib(pid).0;
     let started = Instant::now();
     lookups(&mut session, &queries[..1]).await;

@@ -72,6 +72,9 @@ const LINK_SOURCES: usize = 2;
 /// Links of one document indexed (the first ones): a page that is a list of
 /// 100,000 links says little about each.
 const MAX_LINKS: usize = 1000;
+/// Most links to other documents' sections around a link (see
+/// [`section_links`]) for it to be indexed.
+const MAX_NEARBY_LINKS: usize = 3;
 /// Bytes of a link's paragraph indexed on each side of the link.
 const LINK_CONTEXT: usize = 120;
 /// Longest snippet, in bytes as written in the table (escapes included).
@@ -356,14 +359,14 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
 
 /// The links of the document at `path` to sections of other documents
 /// (`#^block` and whole-document links left out), with their contexts, at
-/// most [`MAX_LINKS`].
+/// most [`MAX_LINKS`]. A link with more than [`MAX_NEARBY_LINKS`] such
+/// links around it (itself included) is left out: a list of links says
+/// little about each, and indexing every one of them would cost the index
+/// one entry per link of a link-dense tree.
 fn section_links(path: &SafePath, source: &str, links: &[Link]) -> Vec<ParsedLink> {
     let own = path.decoded();
-    let mut out = Vec::new();
+    let mut found: Vec<(&Link, SafePath, String)> = Vec::new();
     for link in links.iter().filter(|l| !l.is_image) {
-        if out.len() == MAX_LINKS {
-            break;
-        }
         let Target::Internal {
             path: target,
             fragment: Some(fragment),
@@ -375,27 +378,37 @@ fn section_links(path: &SafePath, source: &str, links: &[Link]) -> Vec<ParsedLin
             continue;
         }
         let segments = target.split('/').skip(1).map(str::to_string).collect();
-        let Some(target) = SafePath::from_segments(segments, false) else {
-            continue;
-        };
-        out.push(ParsedLink {
-            target,
-            anchor: slugify(&fragment),
-            context: link_context(source, link, links),
-        });
+        if let Some(target) = SafePath::from_segments(segments, false) {
+            found.push((link, target, slugify(&fragment)));
+        }
+    }
+    let mut out = Vec::new();
+    for (link, target, anchor) in &found {
+        if out.len() == MAX_LINKS {
+            break;
+        }
+        let window = context_window(source, link);
+        // `found` is in source order.
+        let first = found.partition_point(|(l, _, _)| l.range.start < window.start);
+        let nearby = found[first..]
+            .iter()
+            .take_while(|(l, _, _)| l.range.start < window.end)
+            .count();
+        if nearby <= MAX_NEARBY_LINKS {
+            out.push(ParsedLink {
+                target: target.clone(),
+                anchor: anchor.clone(),
+                context: link_context(source, &window, link, links),
+            });
+        }
     }
     out
 }
 
 /// The paragraph around `link`, at most [`LINK_CONTEXT`] bytes on each
-/// side, without the link itself and with each other link in it replaced
-/// by its text (a destination's words are not what the paragraph says).
-/// The link's own text is left out on purpose: it mostly repeats the
-/// target's heading, and a glossary entry that every note links by its
-/// name would otherwise outrank the sections that are about that name.
-fn link_context(source: &str, link: &Link, links: &[Link]) -> String {
-    // Only the bytes within reach are searched, so a long list of links
-    // costs linear time.
+/// side. Only the bytes within reach are searched, so a long list of links
+/// costs linear time.
+fn context_window(source: &str, link: &Link) -> std::ops::Range<usize> {
     let reach = floor_char(source, link.range.start.saturating_sub(LINK_CONTEXT));
     let start = source[reach..link.range.start]
         .rfind("\n\n")
@@ -404,6 +417,22 @@ fn link_context(source: &str, link: &Link, links: &[Link]) -> String {
     let end = source[link.range.end..reach]
         .find("\n\n")
         .map_or(reach, |i| link.range.end + i);
+    start..end
+}
+
+/// The words of `window` (see [`context_window`]) without `link` itself
+/// and with each other link in it replaced by its text (a destination's
+/// words are not what the paragraph says). The link's own text is left
+/// out on purpose: it mostly repeats the target's heading, and a glossary
+/// entry that every note links by its name would otherwise outrank the
+/// sections that are about that name.
+fn link_context(
+    source: &str,
+    window: &std::ops::Range<usize>,
+    link: &Link,
+    links: &[Link],
+) -> String {
+    let (start, end) = (window.start, window.end);
     let mut out = String::new();
     let mut at = start;
     // Links come in source order.
@@ -1382,6 +1411,14 @@ mod tests {
             "{context}"
         );
         assert_eq!((links[1].0.as_str(), links[1].1), ("/g.md", "some-term"));
+        let list = "[a](x.md#a), [b](x.md#b), [c](x.md#c) and [d](x.md#d).\n\n[e](x.md#e)\n";
+        let d = parse_document(&SafePath::parse("/p/list.md").unwrap(), list);
+        let anchors: Vec<&str> = d.links.iter().map(|l| l.anchor.as_str()).collect();
+        assert_eq!(
+            anchors,
+            ["e"],
+            "four links in one paragraph say little about each"
+        );
     }
 
     const ROADMAP: &str = "# Roadmap\n\n## Phase 1 — A\n\nWindow one.\n\n\
