@@ -21,6 +21,9 @@ pub struct LookupHit {
     pub url: String,
     /// The heading trail (`Doc › Heading`).
     pub title: String,
+    /// Whether the agent has its text: the row says `read below` (the
+    /// lookup appended it) or `read earlier` (the session sent it).
+    pub held: bool,
 }
 
 impl LookupHit {
@@ -42,6 +45,7 @@ pub fn lookup_hits(text: &str) -> Vec<LookupHit> {
             Some(LookupHit {
                 url: url.to_string(),
                 title: title.to_string(),
+                held: l.ends_with(" · read below") || l.ends_with(" · read earlier"),
             })
         })
         .collect()

@@ -462,8 +462,15 @@ async fn plain_agent(asker: &mut Asker<'_>, read: Option<u64>) -> Result<(), Ben
     };
     let call = asker.call("mark_lookup", args).await?;
     let hits = reading::lookup_hits(asker.remembered(&call));
-    let skip = usize::try_from(read).unwrap_or(usize::MAX);
-    for hit in hits.iter().skip(skip) {
+    // A row read below or earlier is text the agent has; a server whose
+    // rows say neither had its top `read` read here.
+    let marked = hits.iter().any(|h| h.held);
+    let skip = if marked {
+        0
+    } else {
+        usize::try_from(read).unwrap_or(usize::MAX)
+    };
+    for hit in hits.iter().skip(skip).filter(|h| !h.held) {
         if asker.done() || asker.outcome.calls >= PLAIN_CALLS {
             break;
         }
@@ -475,7 +482,7 @@ async fn plain_agent(asker: &mut Asker<'_>, read: Option<u64>) -> Result<(), Ben
 /// Strategy 2: body lookup, then the hits' sections in rank order.
 async fn lookup_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
     let hits = lookup_ladder(asker, true).await?;
-    for hit in hits.iter().take(MAX_SECTION_FETCHES) {
+    for hit in hits.iter().filter(|h| !h.held).take(MAX_SECTION_FETCHES) {
         if asker.done() {
             break;
         }
@@ -631,7 +638,11 @@ async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
         if asker.done() || reader.fetches >= MAX_SECTION_FETCHES {
             break;
         }
-        for hit in lookup(asker, &query, true).await? {
+        for hit in lookup(asker, &query, true)
+            .await?
+            .iter()
+            .filter(|h| !h.held)
+        {
             if asker.done() || reader.fetches >= MAX_SECTION_FETCHES {
                 break;
             }

@@ -337,6 +337,26 @@ impl<H: Clone> DeliveryLog<H> {
             .is_some_and(|(d, at)| d == digest && self.alive(*at, now))
     }
 
+    /// Whether the agent was sent `slice` of `path`, or the whole body, in
+    /// full (every page) at the version this session last read, within the
+    /// TTL: it holds that text, as of that read. What a lookup row says
+    /// (`read earlier`); no source is asked whether it is still current.
+    pub fn holds(&self, path: &str, slice: &Slice, now: Instant) -> bool {
+        let Some(doc) = self.docs.get(path).filter(|d| self.alive(d.at, now)) else {
+            return false;
+        };
+        [slice, &Slice::Body].into_iter().any(|s| {
+            doc.slices.get(s).is_some_and(|r| {
+                r.identity == doc.last
+                    && (1..=r.total).all(|n| {
+                        r.sent
+                            .iter()
+                            .any(|(page, at)| *page == n && self.alive(*at, now))
+                    })
+            })
+        })
+    }
+
     /// The identity and snapshot of the last delivery of `path` when the
     /// document changed since (`current`).
     pub fn changed_from(
@@ -554,6 +574,33 @@ mod tests {
             flat("aaaa").step_to(&flat("bbbb")),
             "etag aaaa -> etag bbbb"
         );
+    }
+
+    #[test]
+    fn the_log_holds_a_section_sent_whole_at_the_last_read_version() {
+        let t0 = Instant::now();
+        let mut log = log();
+        let (intro, other) = (
+            Slice::Section("intro".into()),
+            Slice::Section("other".into()),
+        );
+        assert!(!log.holds("/a.md", &intro, t0), "nothing sent");
+        let page = |n, total| Some((intro.clone(), Page { number: n, total }));
+        log.commit(sent("/a.md", page(1, 2), "1", t0));
+        assert!(!log.holds("/a.md", &intro, t0), "one page of two");
+        log.commit(sent("/a.md", page(2, 2), "1", t0));
+        assert!(log.holds("/a.md", &intro, t0) && !log.holds("/a.md", &other, t0));
+        log.commit(sent("/a.md", None, "2", t0));
+        assert!(
+            !log.holds("/a.md", &intro, t0),
+            "read again at v2: held only at v1"
+        );
+        log.commit(sent("/a.md", body(1, 1), "2", t0));
+        assert!(
+            log.holds("/a.md", &other, t0),
+            "the whole body holds every section"
+        );
+        assert!(!log.holds("/a.md", &other, t0 + TTL), "expired");
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! like a re-read document.
 
 use crate::crawl::{CrawlWatcher, Unwatched, Waited};
-use crate::dedup::{AnswerKey, Delivery, answer_digest};
+use crate::dedup::{AnswerKey, Delivery, Slice, answer_digest};
 use crate::envelope::ToolText;
 use crate::fetch::{FetchParams, fetch_within};
 use crate::outbox::deliver;
@@ -149,7 +149,10 @@ pub async fn lookup_watched(
         Ok(t) => t,
         Err(t) => return t,
     };
-    let digest = answer_digest(&[&found.render()]);
+    // The rows as ranked, without their marks: a row marked `read earlier`
+    // since is still the same answer.
+    let ranked = rows(&hits, &[]).join("\n");
+    let digest = answer_digest(&[&ranked, found.get("matches").unwrap_or("")]);
     let rows_sent = !force && session.log().answer_sent(&key, &digest, now);
     let budget = session
         .settings()
@@ -284,8 +287,10 @@ struct Found {
 }
 
 /// The rows as text, and the hits themselves in rank order. `read`: the
-/// top hits whose sections follow (their rows say so in place of a
-/// snippet, and the closing line points at the others).
+/// top hits whose sections follow (their rows say `read below` in place of
+/// a snippet, and the closing line points at the others); another row
+/// whose text the session sent whole at its last-read version says `read
+/// earlier`.
 async fn search(
     session: &Session,
     params: LookupParams,
@@ -366,7 +371,25 @@ async fn search(
         found = merge_any(per_word, wanted);
     }
     let hits: Vec<LookupRow> = found.table.rows.drain(..).skip(offset).collect();
-    let lines = rows(&hits, read);
+    // The top `read` rows are read below; another row whose text the agent
+    // already holds says so, so that it is not fetched again.
+    let marks: Vec<Option<&str>> = {
+        let log = session.log();
+        hits.iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let slice = h.anchor.clone().map_or(Slice::Body, Slice::Section);
+                if i < read {
+                    Some("read below")
+                } else if log.holds(&h.path, &slice, now) {
+                    Some("read earlier")
+                } else {
+                    None
+                }
+            })
+            .collect()
+    };
+    let lines = rows(&hits, &marks);
     // Whole rows while they fit; the rest are the next cursor's.
     let mut text = String::new();
     let mut shown = 0;
@@ -587,9 +610,9 @@ fn merge_any(per_word: Vec<(&str, Vec<LookupRow>)>, limit: usize) -> Found {
 }
 
 /// One line per row: `url#anchor · Doc › Heading (importance) [tags] ·
-/// lacks: word · snippet` (see [`trail`]); the first `read` rows, whose
-/// sections follow, say `read below` in place of the snippet.
-fn rows(rows: &[LookupRow], read: usize) -> Vec<String> {
+/// lacks: word · snippet` (see [`trail`]); a row with a mark (`read
+/// below`, `read earlier`) shows it in place of the snippet.
+fn rows(rows: &[LookupRow], marks: &[Option<&str>]) -> Vec<String> {
     let importance_differs = rows
         .windows(2)
         .any(|w| (w[0].importance - w[1].importance).abs() >= 0.005);
@@ -608,8 +631,9 @@ fn rows(rows: &[LookupRow], read: usize) -> Vec<String> {
             if !r.lacks.is_empty() {
                 line.push_str(&format!(" · lacks: {}", r.lacks.join(" ")));
             }
-            if i < read {
-                line.push_str(" · read below");
+            if let Some(mark) = marks.get(i).copied().flatten() {
+                line.push_str(" · ");
+                line.push_str(mark);
             } else if let Some(s) = r.snippet.as_deref().filter(|s| !s.is_empty()) {
                 line.push_str(" · ");
                 line.push_str(&cut_chars(s, SNIPPET_CHARS));
@@ -686,7 +710,7 @@ mod tests {
                 row("/a.md", "x", 0.5, &["t"]),
                 row("/a.md", "y", 0.5, &["t"]),
             ],
-            0,
+            &[],
         );
         assert_eq!(
             same[0],
@@ -699,12 +723,12 @@ mod tests {
         );
         let differ = rows(
             &[row("/a.md", "x", 0.9, &[]), row("/b.md", "y", 0.5, &[])],
-            0,
+            &[],
         );
         assert!(differ[0].starts_with("/a.md#x · Doc › Head (0.90) · "));
         let read = rows(
             &[row("/a.md", "x", 0.5, &[]), row("/a.md", "y", 0.5, &[])],
-            1,
+            &[Some("read below")],
         );
         assert_eq!(
             (read[0].as_str(), read[1].ends_with('…')),
@@ -714,12 +738,12 @@ mod tests {
         let mut titled = row("/a.md", "doc", 0.5, &[]);
         titled.title = "Doc › Doc".to_string();
         assert!(
-            rows(&[titled], 0)[0].starts_with("/a.md#doc · Doc · "),
+            rows(&[titled], &[])[0].starts_with("/a.md#doc · Doc · "),
             "a title heading's trail is the title once"
         );
         let mut long = row("/a.md", "x", 0.5, &[]);
         long.title = "T".repeat(1000);
-        let cut = rows(&[long], 0);
+        let cut = rows(&[long], &[]);
         assert!(
             cut[0].len() <= MAX_ROW_BYTES && cut[0].ends_with('…'),
             "cut, not dropped"
@@ -758,7 +782,7 @@ mod tests {
             lacks,
             [vec![], vec!["common".to_string()], vec!["rare".to_string()]]
         );
-        let lines = rows(&found.table.rows, 0);
+        let lines = rows(&found.table.rows, &[]);
         assert_eq!(lines[1], "/rare.md · T · lacks: common");
     }
 }

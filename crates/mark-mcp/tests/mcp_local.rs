@@ -467,6 +467,42 @@ async fn lookup_reads_its_top_hits_as_mark_fetch_delivers_them() {
     mcp.stop().await;
 }
 
+/// #13: a row whose section the session already sent whole says so, so
+/// the agent does not fetch it again; an identical lookup is still
+/// `unchanged`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_whose_section_was_read_earlier_says_so() {
+    let mcp = Mcp::start(&root_args(&kb(), &[])).await;
+    let ask = json!({"query": "pilots", "match": "body", "read": 0, "limit": 5});
+    let first = mcp.call("mark_lookup", ask.clone()).await;
+    let rows: Vec<String> = first
+        .body()
+        .lines()
+        .filter(|l| l.starts_with('/'))
+        .map(str::to_string)
+        .collect();
+    assert!(
+        rows.len() >= 2 && !first.text.contains("read earlier"),
+        "{}",
+        first.text
+    );
+    let url = rows[1].split(" · ").next().unwrap();
+    assert_eq!(mcp.fetch(url).await.status(), "ok");
+    let again = mcp.call("mark_lookup", ask.clone()).await;
+    assert_eq!(again.status(), "unchanged", "the same rows: {}", again.text);
+    let mut wider = ask;
+    wider["limit"] = json!(6);
+    let r = mcp.call("mark_lookup", wider).await;
+    let marked: Vec<&str> = r
+        .body()
+        .lines()
+        .filter(|l| l.ends_with(" · read earlier"))
+        .collect();
+    assert_eq!(marked.len(), 1, "{}", r.text);
+    assert!(marked[0].starts_with(&format!("{url} · ")), "{}", r.text);
+    mcp.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lookup_cursor_pages_the_ranked_rows_and_refuses_forged_ones() {
     let mcp = Mcp::start(&root_args(&kb(), &[])).await;

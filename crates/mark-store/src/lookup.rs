@@ -68,7 +68,7 @@ pub const DEFAULT_IMPORTANCE: f64 = 0.5;
 /// entries outrank the sections a query names.
 pub const LINK_WEIGHT: f64 = 1.5;
 /// Links counted per section (the best-scoring ones).
-const LINK_SOURCES: usize = 2;
+pub const LINK_SOURCES: usize = 2;
 /// Links of one document indexed (the first ones): a page that is a list of
 /// 100,000 links says little about each.
 const MAX_LINKS: usize = 1000;
