@@ -439,8 +439,9 @@ fn best_links(q_terms: &[String], path: &str, markdown: &str) -> Vec<String> {
 
 /// [`Strategy::PlainAgent`]: one body lookup with the question's words
 /// (stop words dropped, nothing else), reading `read` hits in the same call
-/// (the tool's default when `None`; 0 when the tool has no `read`), then
-/// the next hits' sections in rank order until the facts are in or
+/// (the tool's default when `None`; none when the tool has no `read`),
+/// then the next hits' sections in rank order, skipping the rows whose text
+/// the agent has (`read below`, `read earlier`), until the facts are in or
 /// [`PLAIN_CALLS`] calls are spent. No ladder, no hub.
 async fn plain_agent(asker: &mut Asker<'_>, read: Option<u64>) -> Result<(), BenchError> {
     let mut args = json!({
@@ -448,29 +449,14 @@ async fn plain_agent(asker: &mut Asker<'_>, read: Option<u64>) -> Result<(), Ben
         "match": "body",
         "limit": PLAIN_LIMIT,
     });
-    let schema = asker.session.param("mark_lookup", "read");
-    let default = schema
-        .and_then(|p| p.get("default"))
-        .and_then(Value::as_u64);
-    let read = match (schema, read) {
-        (Some(_), Some(n)) => {
-            args["read"] = json!(n);
-            n
-        }
-        (Some(_), None) => default.unwrap_or(0),
-        (None, _) => 0,
-    };
+    if let (Some(n), Some(_)) = (read, asker.session.param("mark_lookup", "read")) {
+        args["read"] = json!(n);
+    }
     let call = asker.call("mark_lookup", args).await?;
     let hits = reading::lookup_hits(asker.remembered(&call));
-    // A row read below or earlier is text the agent has; a server whose
-    // rows say neither had its top `read` read here.
-    let marked = hits.iter().any(|h| h.held);
-    let skip = if marked {
-        0
-    } else {
-        usize::try_from(read).unwrap_or(usize::MAX)
-    };
-    for hit in hits.iter().skip(skip).filter(|h| !h.held) {
+    // A row read below (one of the `read` hits) or earlier is text the
+    // agent has.
+    for hit in hits.iter().filter(|h| !h.held) {
         if asker.done() || asker.outcome.calls >= PLAIN_CALLS {
             break;
         }

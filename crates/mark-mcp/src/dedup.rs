@@ -200,6 +200,11 @@ struct DocRecord<H> {
     slices: HashMap<Slice, SliceRecord>,
 }
 
+/// Whether every page of a slice was sent (see [`DeliveryLog::pages_sent`]).
+fn all_pages((total, sent): &(usize, Vec<usize>)) -> bool {
+    (1..=*total).all(|n| sent.contains(&n))
+}
+
 /// Bytes counted for each record beside its strings (map slots, times).
 const RECORD_OVERHEAD: usize = 64;
 
@@ -346,15 +351,32 @@ impl<H: Clone> DeliveryLog<H> {
             return false;
         };
         [slice, &Slice::Body].into_iter().any(|s| {
-            doc.slices.get(s).is_some_and(|r| {
-                r.identity == doc.last
-                    && (1..=r.total).all(|n| {
-                        r.sent
-                            .iter()
-                            .any(|(page, at)| *page == n && self.alive(*at, now))
-                    })
-            })
+            self.pages_sent(doc, s, &doc.last, now)
+                .is_some_and(|p| all_pages(&p))
         })
+    }
+
+    /// How many pages `slice` of `doc` has and which of them were sent
+    /// within the TTL, when they were sent at `identity` (a known one).
+    fn pages_sent(
+        &self,
+        doc: &DocRecord<H>,
+        slice: &Slice,
+        identity: &Identity,
+        now: Instant,
+    ) -> Option<(usize, Vec<usize>)> {
+        doc.slices
+            .get(slice)
+            .filter(|r| r.identity.same_as(identity))
+            .map(|r| {
+                let sent = r
+                    .sent
+                    .iter()
+                    .filter(|(_, at)| self.alive(*at, now))
+                    .map(|(p, _)| *p)
+                    .collect();
+                (r.total, sent)
+            })
     }
 
     /// The identity and snapshot of the last delivery of `path` when the
@@ -396,21 +418,8 @@ impl<H: Clone> DeliveryLog<H> {
         if force {
             return Decision::Deliver { changed_from };
         }
-        let live = |s: &Slice| {
-            doc.slices
-                .get(s)
-                .filter(|r| r.identity.same_as(current))
-                .map(|r| {
-                    let sent: Vec<usize> = r
-                        .sent
-                        .iter()
-                        .filter(|(_, at)| self.alive(*at, now))
-                        .map(|(p, _)| *p)
-                        .collect();
-                    (r.total, sent)
-                })
-        };
-        let whole = |(total, sent): &(usize, Vec<usize>)| (1..=*total).all(|n| sent.contains(&n));
+        let live = |s: &Slice| self.pages_sent(doc, s, current, now);
+        let whole = all_pages;
         if live(slice).is_some_and(|own| whole(&own)) {
             return Decision::Unchanged {
                 since: current.clone(),

@@ -676,10 +676,7 @@ fn cut_chars(text: &str, max: usize) -> String {
 
 fn cut_bytes(mut line: String, max: usize) -> String {
     if line.len() > max {
-        let mut end = max - "…".len();
-        while !line.is_char_boundary(end) {
-            end -= 1;
-        }
+        let end = line.floor_char_boundary(max - "…".len());
         line.truncate(end);
         line.push('…');
     }

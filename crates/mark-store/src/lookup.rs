@@ -409,11 +409,11 @@ fn section_links(path: &SafePath, source: &str, links: &[Link]) -> Vec<ParsedLin
 /// side. Only the bytes within reach are searched, so a long list of links
 /// costs linear time.
 fn context_window(source: &str, link: &Link) -> std::ops::Range<usize> {
-    let reach = floor_char(source, link.range.start.saturating_sub(LINK_CONTEXT));
+    let reach = source.floor_char_boundary(link.range.start.saturating_sub(LINK_CONTEXT));
     let start = source[reach..link.range.start]
         .rfind("\n\n")
         .map_or(reach, |i| reach + i + 2);
-    let reach = floor_char(source, link.range.end + LINK_CONTEXT);
+    let reach = source.floor_char_boundary(link.range.end + LINK_CONTEXT);
     let end = source[link.range.end..reach]
         .find("\n\n")
         .map_or(reach, |i| link.range.end + i);
@@ -454,15 +454,6 @@ fn link_context(
     }
     out.push_str(&source[at..end]);
     out
-}
-
-/// The largest char boundary of `text` at or before `i`.
-fn floor_char(text: &str, i: usize) -> usize {
-    let mut i = i.min(text.len());
-    while !text.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 /// Where an index key points: a document's catalog row or one of its sections.
@@ -607,10 +598,7 @@ fn snippet(text: &str, terms: &Terms) -> String {
             .map_or(0, |(i, _)| i),
     };
     // Start a little before the hit, at a word boundary, for context.
-    let mut start = hit.saturating_sub(60);
-    while !flat.is_char_boundary(start) {
-        start += 1;
-    }
+    let mut start = flat.ceil_char_boundary(hit.saturating_sub(60));
     if start > 0 {
         start = flat[start..hit].find(' ').map_or(hit, |i| start + i + 1);
     }
