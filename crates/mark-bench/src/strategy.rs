@@ -45,9 +45,10 @@ pub enum Strategy {
     /// `mark_lookup match=body`, then `mark_fetch /doc.md#anchor` of the hits
     /// in rank order.
     LookupSection,
-    /// `mark_explore` of the root document, then of the hub found from its
-    /// card or a lookup, then `mark_fetch` of the hub card's headings and
-    /// links chosen by term overlap with the question.
+    /// `mark_explore` of the root document, then of the hub its card
+    /// offers and `mark_fetch` of the hub card's headings and links chosen
+    /// by term overlap with the question; the plain agent's search when the
+    /// root card offers nothing or the hub's offers did not answer.
     ExploreSection,
     /// Strategy 3 asked twice in one session; the second pass is measured.
     WarmSession,
@@ -438,12 +439,23 @@ fn best_links(q_terms: &[String], path: &str, markdown: &str) -> Vec<String> {
 }
 
 /// [`Strategy::PlainAgent`]: one body lookup with the question's words
-/// (stop words dropped, nothing else), reading `read` hits in the same call
-/// (the tool's default when `None`; none when the tool has no `read`),
-/// then the next hits' sections in rank order, skipping the rows whose text
-/// the agent has (`read below`, `read earlier`), until the facts are in or
-/// [`PLAIN_CALLS`] calls are spent. No ladder, no hub.
+/// (stop words dropped, nothing else), then the next hits' sections (see
+/// [`search_and_read`]), until the facts are in or [`PLAIN_CALLS`] calls are
+/// spent. No ladder, no hub.
 async fn plain_agent(asker: &mut Asker<'_>, read: Option<u64>) -> Result<(), BenchError> {
+    search_and_read(asker, read, PLAIN_CALLS - 1).await
+}
+
+/// One body lookup ([`PLAIN_LIMIT`] rows) with the question's words,
+/// reading `read` hits in the same call (the tool's default when `None`;
+/// none when the tool has no `read`), then `mark_fetch` of at most
+/// `fetches` next hits in rank order, skipping the rows whose text the
+/// agent has (`read below`, `read earlier`), until the facts are in.
+async fn search_and_read(
+    asker: &mut Asker<'_>,
+    read: Option<u64>,
+    fetches: usize,
+) -> Result<(), BenchError> {
     let mut args = json!({
         "query": terms(&asker.question().question).join(" "),
         "match": "body",
@@ -454,10 +466,8 @@ async fn plain_agent(asker: &mut Asker<'_>, read: Option<u64>) -> Result<(), Ben
     }
     let call = asker.call("mark_lookup", args).await?;
     let hits = reading::lookup_hits(asker.remembered(&call));
-    // A row read below (one of the `read` hits) or earlier is text the
-    // agent has.
-    for hit in hits.iter().filter(|h| !h.held) {
-        if asker.done() || asker.outcome.calls >= PLAIN_CALLS {
+    for hit in hits.iter().filter(|h| !h.held).take(fetches) {
+        if asker.done() {
             break;
         }
         asker.call("mark_fetch", json!({ "url": hit.url })).await?;
@@ -532,12 +542,16 @@ pub const MAX_OFFER_FETCHES: usize = 2;
 /// [`MAX_OFFER_FETCHES`]; a target that comes back as an outline is
 /// narrowed to its best heading, and a link's `#anchor` that did not answer
 /// is followed by its whole document (an outline, when large). When that
-/// did not answer: body lookups down the query ladder, reading each one's
-/// hits' sections, until the facts appear or [`MAX_SECTION_FETCHES`]
-/// sections were read.
+/// did not answer, or the root card offered nothing: the plain agent's
+/// search ([`search_and_read`]), reading at most [`MAX_OFFER_FETCHES`] more
+/// hits.
 async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
-    let Some(start) = find_hub(asker).await? else {
+    let start = find_hub(asker).await?;
+    if asker.done() {
         return Ok(());
+    }
+    let Some(start) = start else {
+        return search_and_read(asker, None, MAX_OFFER_FETCHES).await;
     };
     let hub = document(&start).to_string();
     if start.contains('#') {
@@ -618,24 +632,7 @@ async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
     if asker.done() {
         return Ok(());
     }
-    // Search, reading the hits; when they did not answer, search again with
-    // the next, narrower query of the ladder.
-    for query in query_ladder(&asker.question().question) {
-        if asker.done() || reader.fetches >= MAX_SECTION_FETCHES {
-            break;
-        }
-        for hit in lookup(asker, &query, true)
-            .await?
-            .iter()
-            .filter(|h| !h.held)
-        {
-            if asker.done() || reader.fetches >= MAX_SECTION_FETCHES {
-                break;
-            }
-            reader.read(asker, &hit.url).await?;
-        }
-    }
-    Ok(())
+    search_and_read(asker, None, MAX_OFFER_FETCHES).await
 }
 
 /// The runs of digits in `text` (`phase 7` → `7`).
@@ -653,10 +650,9 @@ fn document(url: &str) -> &str {
 /// Where strategy 3 explores: it starts from [`ROOT_DOCUMENT`]'s card, as a
 /// session that began with it would, and takes its best good offer (as in
 /// [`explore_section`]: two shared words, or a naming word; a link to a
-/// section keeps its `#anchor`), paging the card's outbound links while
-/// none is good; without one, a body lookup's top hit (the query ladder),
-/// read before its document's card like a section link. `None` when the root card already
-/// answered or nothing matched.
+/// section keeps its `#anchor`). The card's further pages of links are not
+/// read: a search costs about what a page does and reads its best hit too.
+/// `None` when the card answered or offered nothing good.
 async fn find_hub(asker: &mut Asker<'_>) -> Result<Option<String>, BenchError> {
     let call = asker
         .call("mark_explore", json!({ "url": ROOT_DOCUMENT }))
@@ -678,40 +674,14 @@ async fn find_hub(asker: &mut Asker<'_>) -> Result<Option<String>, BenchError> {
         let other_number = !asked.is_empty() && numbers(&o.text).iter().any(|n| !asked.contains(n));
         !other_number && (overlap(&q_terms, &words) >= strong || overlap(&names, &words) > 0)
     };
-    let mut page = asker.remembered(&call).to_string();
-    let mut good: Vec<CardLink> = Vec::new();
-    let mut pages = 0;
-    loop {
-        good.extend(
-            card_offers(ROOT_DOCUMENT, &page)
-                .into_iter()
-                .filter(is_good),
-        );
-        // More links than the card shows: the next page of them is cheaper
-        // than a search.
-        let cursor = reading::more_cursor(reading::card_section(&page, "Outbound links"));
-        let Some(cursor) = cursor.filter(|_| good.is_empty() && pages < MAX_CARD_PAGES) else {
-            break;
-        };
-        let call = asker
-            .call(
-                "mark_explore",
-                json!({ "url": ROOT_DOCUMENT, "cursor": cursor }),
-            )
-            .await?;
-        pages += 1;
-        if asker.done() {
-            return Ok(None);
-        }
-        page = asker.remembered(&call).to_string();
-    }
-    if let Some(best) = rank_by_overlap(&q_terms, good, offer_words).first() {
-        return Ok(Some(best.url.clone()));
-    }
-    Ok(lookup_ladder(asker, true)
-        .await?
+    let card = asker.remembered(&call).to_string();
+    let good: Vec<CardLink> = card_offers(ROOT_DOCUMENT, &card)
+        .into_iter()
+        .filter(is_good)
+        .collect();
+    Ok(rank_by_overlap(&q_terms, good, offer_words)
         .first()
-        .map(|hit| hit.url.clone()))
+        .map(|best| best.url.clone()))
 }
 
 /// [`Strategy::ExploreFloor`]: the hub's card, then the answer's section.

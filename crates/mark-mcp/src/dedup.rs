@@ -93,7 +93,7 @@ type TextDigest = [u8; 32];
 /// `outline.0`). Two answers are compared only under the same key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AnswerKey {
-    /// `explore`, `lookup`.
+    /// `explore`, `lookup`, `fetch` (an outline).
     pub tool: &'static str,
     /// The document's path, or the query with all its parameters.
     pub subject: String,

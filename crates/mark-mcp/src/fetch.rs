@@ -2,7 +2,7 @@
 //! agent's budget and deduplicated against what this session delivered.
 
 use crate::crawl::Unwatched;
-use crate::dedup::{Decision, Delivery, Identity, Page, Slice, Wanted};
+use crate::dedup::{AnswerKey, Decision, Delivery, Identity, Page, Slice, Wanted, answer_digest};
 use crate::envelope::{ToolText, one_line, size_line};
 use crate::outbox::deliver;
 use crate::paging::{Cursor, cursor_argument, page_ranges};
@@ -401,8 +401,10 @@ impl View<'_> {
     }
 
     /// An outline of the document (or of one section), with the opening
-    /// paragraph and how to get the text. Never deduplicated, but a change
-    /// since the last delivery is reported and then counts as seen.
+    /// paragraph and how to get the text. The same outline of the same
+    /// version again in the session is one `unchanged` line, as a card is
+    /// (it is never a delivery of the text); a change since the last
+    /// delivery is reported and then counts as seen.
     fn outline(&self, heading: Option<&Heading>) -> Part {
         let doc = &self.cached.doc;
         // A section outline is asked for after the document outline showed
@@ -470,11 +472,44 @@ impl View<'_> {
                 "\n\n{wanted} It has no headings, so no #anchor to fetch: read it in pages with mode \"full\" (each page names the cursor of the next)."
             ));
         }
-        let changed_from =
-            self.session
-                .log()
-                .changed_from(self.path, &self.cached.identity, self.now);
+        let identity = &self.cached.identity;
+        let key = AnswerKey {
+            tool: "fetch",
+            subject: self.path.to_string(),
+            part: format!("outline{label}"),
+        };
+        let digest = answer_digest(&[
+            identity.version.as_deref().unwrap_or(""),
+            identity.etag.as_deref().unwrap_or(""),
+            &out,
+        ]);
+        if !self.force && self.session.log().answer_sent(&key, &digest, self.now) {
+            return Part {
+                text: format!(
+                    "outline unchanged since {} (sent earlier this session); fetch a section with url \"{}#anchor\", or force=true for the whole {what}",
+                    identity.label(),
+                    self.path
+                ),
+                label,
+                kind: PartKind::Unchanged,
+                size: size_line(text),
+                page: None,
+                changed_from: None,
+            };
+        }
+        let changed_from = self
+            .session
+            .log()
+            .changed_from(self.path, identity, self.now);
         self.sent(None);
+        deliver(
+            self.session,
+            Delivery::Answer {
+                key,
+                digest,
+                at: self.now,
+            },
+        );
         Part {
             label,
             kind: PartKind::Outline,

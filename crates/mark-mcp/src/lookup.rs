@@ -23,7 +23,7 @@ use crate::fetch::{FetchParams, fetch_within};
 use crate::outbox::deliver;
 use crate::paging::cursor_argument;
 use crate::session::{Session, passthrough};
-use mark_proto::lookup::{LookupRow, LookupTable, query_words};
+use mark_proto::lookup::{LookupRow, LookupTable, query_words, word_spans};
 use mark_proto::{Request, Response, Status, Verb};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
@@ -405,7 +405,7 @@ async fn search(
     if next < found.total && next < SOURCE_MAX_ROWS && shown > 0 {
         let cursor = RowCursor { offset: next };
         text.push_str(&format!(
-            "[rows {} to {next} of {}; the next rows: the same lookup with cursor \"{}\"]\n",
+            "[rows {} to {next} of {}; more: the same lookup with cursor \"{}\"]\n",
             offset + 1,
             found.total,
             cursor.encode(&search)
@@ -415,10 +415,13 @@ async fn search(
             "[rows past {SOURCE_MAX_ROWS} are not listed; narrow the words, the scope or the filter]\n"
         ));
     }
-    if shown > 0 && read > 0 {
-        text.push_str("Read other hits with mark_fetch url#anchor.\n");
-    } else if shown > 0 {
-        text.push_str("Read a hit with mark_fetch url#anchor rather than the whole document.\n");
+    if shown > 0 {
+        // With `read`, the sections below show how a hit is read.
+        if read == 0 {
+            text.push_str(
+                "Read a hit with mark_fetch url#anchor rather than the whole document.\n",
+            );
+        }
     } else if offset > 0 {
         text.push_str(&format!(
             "no rows after row {offset}: fewer match now than when that cursor was given; look up again without a cursor\n"
@@ -625,8 +628,9 @@ fn rows(rows: &[LookupRow], marks: &[Option<&str>]) -> Vec<String> {
             if importance_differs {
                 line.push_str(&format!(" ({:.2})", r.importance));
             }
-            if !r.tags.is_empty() && tagged.insert(&r.path) {
-                line.push_str(&format!(" [{}]", r.tags.join(", ")));
+            let tags = new_tags(r);
+            if !tags.is_empty() && tagged.insert(&r.path) {
+                line.push_str(&format!(" [{}]", tags.join(", ")));
             }
             if !r.lacks.is_empty() {
                 line.push_str(&format!(" · lacks: {}", r.lacks.join(" ")));
@@ -640,6 +644,20 @@ fn rows(rows: &[LookupRow], marks: &[Option<&str>]) -> Vec<String> {
             }
             cut_bytes(line, MAX_ROW_BYTES)
         })
+        .collect()
+}
+
+/// A row's tags that its url and heading trail do not already say
+/// (`/projects/estuary/adr/…` needs no `estuary` or `adr` tag).
+fn new_tags(r: &LookupRow) -> Vec<&str> {
+    let said: HashSet<String> = word_spans(&r.path)
+        .chain(word_spans(&r.title))
+        .map(|(_, w)| w.to_lowercase())
+        .collect();
+    r.tags
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !said.contains(&t.to_lowercase()))
         .collect()
 }
 
@@ -731,6 +749,12 @@ mod tests {
             (read[0].as_str(), read[1].ends_with('…')),
             ("/a.md#x · Doc › Head · read below", true),
             "a row read in the same call has no snippet: its section follows"
+        );
+        let said = rows(&[row("/adr/a.md", "x", 0.5, &["adr", "Doc", "keys"])], &[]);
+        assert!(
+            said[0].starts_with("/adr/a.md#x · Doc › Head [keys] · "),
+            "a tag the url or trail says is left out: {}",
+            said[0]
         );
         let mut titled = row("/a.md", "doc", 0.5, &[]);
         titled.title = "Doc › Doc".to_string();

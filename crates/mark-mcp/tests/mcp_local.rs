@@ -51,8 +51,24 @@ async fn fetch_sizes_sections_and_errors() {
         !r.body().contains("Pilot note 3"),
         "no body text in an outline"
     );
-    // Outlines are not deduplicated.
-    assert_eq!(mcp.fetch("/large.md").await.field("mode"), Some("outline"));
+    // The same outline again is one line, as a card is; mode outline with
+    // force sends it again.
+    let again = mcp.fetch("/large.md").await;
+    assert_eq!(again.status(), "unchanged", "{}", again.text);
+    assert!(
+        again
+            .body()
+            .starts_with("outline unchanged since v1 (sent earlier this session); fetch a section with url \"/large.md#anchor\""),
+        "{}",
+        again.text
+    );
+    let r = mcp
+        .call(
+            "mark_fetch",
+            json!({"url": "/large.md", "mode": "outline", "force": true}),
+        )
+        .await;
+    assert_eq!(r.field("mode"), Some("outline"), "{}", r.text);
 
     // mode full and force give the body.
     let r = mcp
@@ -407,7 +423,13 @@ async fn lookup_reads_its_top_hits_as_mark_fetch_delivers_them() {
         .body()
         .split_once("\n=== read /notes/crew.md#night-shift ===\n")
         .unwrap_or_else(|| panic!("no read block: {}", r.text));
-    assert!(rows.ends_with("Read other hits with mark_fetch url#anchor.\n"));
+    // No hint line after the rows: the section below shows how a hit is read.
+    assert!(
+        rows.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("/notes/crew.md#")),
+        "{rows}"
+    );
     let fetched = fresh
         .call("mark_fetch", json!({"url": "/notes/crew.md#night-shift"}))
         .await;

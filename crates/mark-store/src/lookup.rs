@@ -1468,6 +1468,59 @@ mod tests {
     }
 
     #[test]
+    fn the_section_a_query_names_outranks_a_more_important_mention() {
+        let mut catalog = Catalog::default();
+        let stamp = Stamp {
+            version: 1,
+            archived: false,
+            len: 0,
+            mtime_ns: 0,
+        };
+        for (path, text) in [
+            (
+                "/roadmap.md",
+                "---\nimportance: 1.0\n---\n# Driftwood roadmap\n\nDriftwood phases, \
+                 appended in order. The Driftwood hub names the running one.\n",
+            ),
+            (
+                "/hub.md",
+                "---\nimportance: 0.2\n---\n# Driftwood\n\nThe archive project.\n",
+            ),
+        ] {
+            let path = SafePath::parse(path).unwrap();
+            catalog
+                .insert(&path, stamp, text, None, String::new())
+                .unwrap();
+        }
+        // Other notes, so that a heading is as rare as in a real corpus.
+        for i in 0..30 {
+            let path = SafePath::parse(&format!("/note-{i}.md")).unwrap();
+            let text = format!("# Note {i}\n\nSomething else.\n");
+            catalog
+                .insert(&path, stamp, &text, None, String::new())
+                .unwrap();
+        }
+        let mut rows = |query: &str| -> Vec<String> {
+            let query = LookupQuery::from_metadata(&meta(&[
+                ("query", query),
+                ("match", "body"),
+                ("terms", "any"),
+            ]))
+            .unwrap();
+            let found = catalog
+                .search_indexed(&SafePath::root(), &query, &|_| true)
+                .unwrap();
+            found.rows.iter().map(|r| r.path.clone()).collect()
+        };
+        assert_eq!(rows("driftwood"), ["/hub.md", "/roadmap.md"]);
+        assert_eq!(
+            rows("driftwood roadmap"),
+            ["/roadmap.md", "/hub.md"],
+            "a heading with more words than the query is not named by it"
+        );
+    }
+
+    #[test]
     fn terms_any_or_all() {
         let q = |t: &str| LookupQuery::from_metadata(&meta(&[("query", "xx"), ("terms", t)]));
         assert!(q("any").unwrap().any);

@@ -21,7 +21,7 @@
 //! Writes are buffered and committed before the next search, so a burst of
 //! PUBLISHes costs one commit.
 
-use mark_proto::lookup::word_spans;
+use mark_proto::lookup::{query_words, word_spans};
 use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -60,6 +60,9 @@ const STEM: Score = 0.4;
 const TIE: Score = 0.3;
 /// Extra weight of two adjacent query words found adjacent, per field weight.
 const W_PHRASE: Score = 1.0;
+/// Extra weight of a section whose heading is the query: its words, all
+/// of them, in order and nothing else (`Driftwood` for `driftwood`).
+const W_NAMED: Score = 1.0;
 /// A catalog row's weight: every word in the title and tags is the
 /// strongest signal catalog mode has, so such a row ranks above sections.
 const W_DOCUMENT: Score = 2.0;
@@ -130,6 +133,8 @@ struct Pair {
 struct Fields {
     kind: Field,
     path: Field,
+    /// A section heading's words as one term (see [`named_key`]).
+    named: Field,
     ord: Field,
     body: Field,
     title: Pair,
@@ -278,6 +283,7 @@ impl TextIndex {
         let fields = Fields {
             kind: schema.add_text_field("kind", STRING),
             path: schema.add_text_field("path", STRING),
+            named: schema.add_text_field("named", STRING),
             ord: schema.add_u64_field("ord", FAST),
             body: schema.add_text_field("body", STORED),
             title,
@@ -350,6 +356,7 @@ impl TextIndex {
         doc.add_text(f.body, s.text);
         Self::add_pair(&mut doc, f.title, s.title);
         Self::add_pair(&mut doc, f.heading, s.heading);
+        doc.add_text(f.named, named_key(&query_words(s.heading).searched));
         Self::add_pair(&mut doc, f.trail, s.trail);
         Self::add_pair(&mut doc, f.text, s.text);
         self.add(doc)
@@ -524,6 +531,14 @@ impl TextIndex {
             }
         }
         clauses.extend(self.phrases(words));
+        let named = TermQuery::new(
+            Term::from_field_text(f.named, &named_key(words)),
+            IndexRecordOption::Basic,
+        );
+        clauses.push((
+            Occur::Should,
+            Box::new(BoostQuery::new(Box::new(named), W_NAMED)),
+        ));
         // Sections holding a word in their own text or heading: a set per
         // segment, tested as each hit is collected.
         let itself = Self::any_of(
@@ -648,6 +663,13 @@ impl TextIndex {
             )
             .map_err(io_error)
     }
+}
+
+/// What a heading that is the query is indexed and asked as: its words
+/// (mark-proto's query rule: lower-cased, once each, two characters at
+/// least), space-separated.
+fn named_key(words: &[String]) -> String {
+    words.join(" ")
 }
 
 /// BM25 statistics of some of the entries (see [`TextIndex::search`]): the
