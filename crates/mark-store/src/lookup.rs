@@ -44,9 +44,11 @@ use crate::text_index::{DocumentEntry, LinkEntry, SectionEntry, TextIndex};
 use mark_proto::lookup::{LookupRow, LookupTable, query_words, word_spans};
 use mark_proto::{Metadata, Response, Status};
 use markdown_slice::{Document, Link, Target, slugify, tag_matches};
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 use tantivy::DocAddress;
@@ -258,8 +260,9 @@ struct ParsedSection<'a> {
     trail: String,
     /// The same as a row shows them (see [`SectionInfo::above`]).
     above: String,
-    /// Its own text (heading line excluded, subsections excluded).
-    text: &'a str,
+    /// Its own text (heading line excluded, subsections excluded), each
+    /// link as its text (see [`as_read`]).
+    text: Cow<'a, str>,
 }
 
 /// Everything LOOKUP reads from one document's markdown. The one place
@@ -314,7 +317,7 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|v| (0.0..=1.0).contains(v))
         .unwrap_or(DEFAULT_IMPORTANCE);
-    let links = section_links(path, source, doc.links());
+    let links = section_links(path, source, doc.links(), &title);
     let headings = doc.headings();
     let mut sections = Vec::with_capacity(headings.len() + 1);
     let preamble = source.get(doc.preamble_range()).unwrap_or("");
@@ -324,7 +327,7 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
             heading: None,
             trail: String::new(),
             above: String::new(),
-            text: preamble,
+            text: as_read(source, &doc.preamble_range(), doc.links(), None),
         });
     }
     for (i, h) in headings.iter().enumerate() {
@@ -344,7 +347,12 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
             heading: Some(h.text.clone()),
             trail: above.join(" "),
             above: shown.join(" › "),
-            text: source.get(h.line.end.min(own_end)..own_end).unwrap_or(""),
+            text: as_read(
+                source,
+                &(h.line.end.min(own_end)..own_end),
+                doc.links(),
+                None,
+            ),
         });
     }
     Parsed {
@@ -357,13 +365,14 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
     }
 }
 
-/// The links of the document at `path` to sections of other documents
-/// (`#^block` and whole-document links left out), with their contexts, at
-/// most [`MAX_LINKS`]. A link with more than [`MAX_NEARBY_LINKS`] such
+/// The links of the document at `path` (titled `title`) to sections of
+/// other documents (`#^block` and whole-document links left out), with
+/// their contexts (the title, a table's header row, the words around the
+/// link), at most [`MAX_LINKS`]. A link with more than [`MAX_NEARBY_LINKS`] such
 /// links around it (itself included) is left out: a list of links says
 /// little about each, and indexing every one of them would cost the index
 /// one entry per link of a link-dense tree.
-fn section_links(path: &SafePath, source: &str, links: &[Link]) -> Vec<ParsedLink> {
+fn section_links(path: &SafePath, source: &str, links: &[Link], title: &str) -> Vec<ParsedLink> {
     let own = path.decoded();
     let mut found: Vec<(&Link, SafePath, String)> = Vec::new();
     for link in links.iter().filter(|l| !l.is_image) {
@@ -387,7 +396,7 @@ fn section_links(path: &SafePath, source: &str, links: &[Link]) -> Vec<ParsedLin
         if out.len() == MAX_LINKS {
             break;
         }
-        let window = context_window(source, link);
+        let (window, header) = context_window(source, link);
         // `found` is in source order.
         let first = found.partition_point(|(l, _, _)| l.range.start < window.start);
         let nearby = found[first..]
@@ -395,10 +404,19 @@ fn section_links(path: &SafePath, source: &str, links: &[Link]) -> Vec<ParsedLin
             .take_while(|(l, _, _)| l.range.start < window.end)
             .count();
         if nearby <= MAX_NEARBY_LINKS {
+            // The title says what the paragraph is about ("Current phase:
+            // [Phase 10]" on Lantern's page is Lantern's current phase).
+            let mut context = title.to_string();
+            if let Some(h) = header {
+                context.push(' ');
+                context.push_str(&as_read(source, &h, links, None));
+            }
+            context.push(' ');
+            context.push_str(&link_context(source, &window, link, links));
             out.push(ParsedLink {
                 target: target.clone(),
                 anchor: anchor.clone(),
-                context: link_context(source, &window, link, links),
+                context,
             });
         }
     }
@@ -406,54 +424,97 @@ fn section_links(path: &SafePath, source: &str, links: &[Link]) -> Vec<ParsedLin
 }
 
 /// The paragraph around `link`, at most [`LINK_CONTEXT`] bytes on each
-/// side. Only the bytes within reach are searched, so a long list of links
+/// side; in a table, its row (the rows around it are about other things)
+/// and the table's header row, which says what each column is (a
+/// `current phase` column), when it starts within [`TABLE_REACH`] bytes.
+/// Only the bytes within reach are searched, so a long list of links
 /// costs linear time.
-fn context_window(source: &str, link: &Link) -> std::ops::Range<usize> {
+fn context_window(source: &str, link: &Link) -> (Range<usize>, Option<Range<usize>>) {
     let reach = source.floor_char_boundary(link.range.start.saturating_sub(LINK_CONTEXT));
-    let start = source[reach..link.range.start]
-        .rfind("\n\n")
-        .map_or(reach, |i| reach + i + 2);
-    let reach = source.floor_char_boundary(link.range.end + LINK_CONTEXT);
-    let end = source[link.range.end..reach]
-        .find("\n\n")
-        .map_or(reach, |i| link.range.end + i);
-    start..end
+    let before = &source[reach..link.range.start];
+    let reach_end = source.floor_char_boundary(link.range.end + LINK_CONTEXT);
+    let after = &source[link.range.end..reach_end];
+    let line_start = before.rfind('\n').map_or(reach, |i| reach + i + 1);
+    let line_end = after.find('\n').map_or(reach_end, |i| link.range.end + i);
+    if table_row(&source[line_start..line_end]) {
+        return (line_start..line_end, table_header(source, line_start));
+    }
+    let start = before.rfind("\n\n").map_or(reach, |i| reach + i + 2);
+    let end = after.find("\n\n").map_or(reach_end, |i| link.range.end + i);
+    (start..end, None)
+}
+
+/// How far above a table row its header row is looked for.
+const TABLE_REACH: usize = 4096;
+
+fn table_row(line: &str) -> bool {
+    line.trim_start().starts_with('|')
+}
+
+/// The first row of the table whose row starts at `row_start`, unless the
+/// table starts more than [`TABLE_REACH`] bytes above it.
+fn table_header(source: &str, row_start: usize) -> Option<Range<usize>> {
+    let floor = source.floor_char_boundary(row_start.saturating_sub(TABLE_REACH));
+    let mut start = row_start;
+    while start > floor {
+        let prev_start = source[..start - 1].rfind('\n').map_or(0, |i| i + 1);
+        if prev_start < floor || !table_row(&source[prev_start..start - 1]) {
+            break;
+        }
+        start = prev_start;
+    }
+    if start == row_start || (start == floor && floor > 0) {
+        return None;
+    }
+    let end = source[start..]
+        .find('\n')
+        .map_or(source.len(), |i| start + i);
+    Some(start..end)
 }
 
 /// The words of `window` (see [`context_window`]) without `link` itself
-/// and with each other link in it replaced by its text (a destination's
-/// words are not what the paragraph says). The link's own text is left
-/// out on purpose: it mostly repeats the target's heading, and a glossary
-/// entry that every note links by its name would otherwise outrank the
-/// sections that are about that name.
-fn link_context(
-    source: &str,
-    window: &std::ops::Range<usize>,
-    link: &Link,
+/// and with each other link in it as its text (see [`as_read`]). The
+/// link's own text is left out on purpose: it mostly repeats the target's
+/// heading, and a glossary entry that every note links by its name would
+/// otherwise outrank the sections that are about that name.
+fn link_context(source: &str, window: &Range<usize>, link: &Link, links: &[Link]) -> String {
+    as_read(source, window, links, Some(link)).into_owned()
+}
+
+/// `source[range]` as a reader reads it: each link inside it as its text
+/// (a destination's words are not what the text says; `skip`, a link
+/// left out); borrowed when no link is inside.
+fn as_read<'a>(
+    source: &'a str,
+    range: &Range<usize>,
     links: &[Link],
-) -> String {
-    let (start, end) = (window.start, window.end);
-    let mut out = String::new();
-    let mut at = start;
+    skip: Option<&Link>,
+) -> Cow<'a, str> {
+    let (start, end) = (range.start, range.end);
     // Links come in source order.
     let first = links.partition_point(|l| l.range.start < start);
-    for l in links[first..]
+    let inside = links[first..]
         .iter()
         .take_while(|l| l.range.start < end)
-        .filter(|l| l.range.end <= end)
-    {
+        .filter(|l| l.range.end <= end);
+    let mut out = String::new();
+    let mut at = start;
+    for l in inside {
         if l.range.start >= at {
             out.push_str(&source[at..l.range.start]);
-            out.push(' ');
-            if l.range != link.range {
-                out.push_str(&l.text);
+            if skip.is_some_and(|s| s.range == l.range) {
                 out.push(' ');
+            } else {
+                out.push_str(&l.text);
             }
             at = l.range.end;
         }
     }
+    if at == start {
+        return Cow::Borrowed(&source[range.clone()]);
+    }
     out.push_str(&source[at..end]);
-    out
+    Cow::Owned(out)
 }
 
 /// Where an index key points: a document's catalog row or one of its sections.
@@ -821,7 +882,7 @@ impl Catalog {
                     title: &meta_text,
                     heading: s.heading.as_deref().unwrap_or(""),
                     trail: &s.trail,
-                    text: s.text,
+                    text: &s.text,
                 })?;
             }
             sections.push(SectionInfo {
@@ -1399,6 +1460,27 @@ mod tests {
             "{context}"
         );
         assert_eq!((links[1].0.as_str(), links[1].1), ("/g.md", "some-term"));
+        assert!(
+            context.starts_with("index.md "),
+            "the document's title frames its links: {context}"
+        );
+        let table = "# Projects\n\n| project | current phase |\n|---|---|\n\
+                     | Tidewatch | [Phase 8](t.md#phase-8) |\n| Lantern | [Phase 10](l.md#phase-10) |\n";
+        let d = parse_document(&SafePath::parse("/index.md").unwrap(), table);
+        let contexts: Vec<&str> = d.links.iter().map(|l| l.context.as_str()).collect();
+        assert_eq!(contexts.len(), 2, "{contexts:?}");
+        assert!(
+            contexts[0].contains("current phase")
+                && contexts[0].contains("Tidewatch")
+                && !contexts[0].contains("Lantern"),
+            "a table row's link has its row and the header row: {}",
+            contexts[0]
+        );
+        assert!(
+            contexts[1].contains("current phase") && !contexts[1].contains("Tidewatch"),
+            "{}",
+            contexts[1]
+        );
         let list = "[a](x.md#a), [b](x.md#b), [c](x.md#c) and [d](x.md#d).\n\n[e](x.md#e)\n";
         let d = parse_document(&SafePath::parse("/p/list.md").unwrap(), list);
         let anchors: Vec<&str> = d.links.iter().map(|l| l.anchor.as_str()).collect();
