@@ -648,11 +648,14 @@ fn document(url: &str) -> &str {
 }
 
 /// Where strategy 3 explores: it starts from [`ROOT_DOCUMENT`]'s card, as a
-/// session that began with it would, and takes its best good offer (as in
-/// [`explore_section`]: two shared words, or a naming word; a link to a
-/// section keeps its `#anchor`). The card's further pages of links are not
-/// read: a search costs about what a page does and reads its best hit too.
-/// `None` when the card answered or offered nothing good.
+/// session that began with it would, and takes its best good offer: one
+/// sharing two of the question's words (its word, for a one-word question;
+/// a link to a section keeps its `#anchor`). A naming word alone does not
+/// make a root offer good, as it does a hub card's: on the root card it is
+/// mostly the project's name, one facet of a longer question, and the
+/// search with all the words lands nearer. The card's further pages of
+/// links are not read: a search costs about what a page does and reads its
+/// best hit too. `None` when the card answered or offered nothing good.
 async fn find_hub(asker: &mut Asker<'_>) -> Result<Option<String>, BenchError> {
     let call = asker
         .call("mark_explore", json!({ "url": ROOT_DOCUMENT }))
@@ -662,17 +665,12 @@ async fn find_hub(asker: &mut Asker<'_>) -> Result<Option<String>, BenchError> {
     }
     let question = &asker.question().question;
     let q_terms = terms(question);
-    let names: Vec<String> = key_terms(question)
-        .into_iter()
-        .filter(|t| !is_number(t))
-        .collect();
     let strong = 2.min(q_terms.len()).max(1);
     let asked = numbers(question);
     let is_good = |o: &CardLink| {
-        let words = offer_words(o);
         // `Phase 8` is not the answer to a question about phase 7.
         let other_number = !asked.is_empty() && numbers(&o.text).iter().any(|n| !asked.contains(n));
-        !other_number && (overlap(&q_terms, &words) >= strong || overlap(&names, &words) > 0)
+        !other_number && overlap(&q_terms, &offer_words(o)) >= strong
     };
     let card = asker.remembered(&call).to_string();
     let good: Vec<CardLink> = card_offers(ROOT_DOCUMENT, &card)
