@@ -1495,9 +1495,8 @@ mod tests {
                            ## Phase 2 — B\n\nWindow two.\n\n## Phase 3 — C\n\nWindow three.\n";
     const HUB: &str = "# Hub\n\nThe running one: [B](roadmap.md#phase-2--b).\n";
 
-    /// The roadmap's rows for `terms` (`any` or `all`), in rank order, with
-    /// the hub readable or not.
-    fn roadmap_rows(terms: &str, hub_readable: bool) -> Vec<String> {
+    /// A catalog holding `docs` (path, markdown), each at version 1.
+    fn catalog_of<'t>(docs: impl IntoIterator<Item = (String, &'t str)>) -> Catalog {
         let mut catalog = Catalog::default();
         let stamp = Stamp {
             version: 1,
@@ -1505,12 +1504,22 @@ mod tests {
             len: 0,
             mtime_ns: 0,
         };
-        for (path, text) in [("/roadmap.md", ROADMAP), ("/hub.md", HUB)] {
-            let path = SafePath::parse(path).unwrap();
+        for (path, text) in docs {
+            let path = SafePath::parse(&path).unwrap();
             catalog
                 .insert(&path, stamp, text, None, String::new())
                 .unwrap();
         }
+        catalog
+    }
+
+    /// The roadmap's rows for `terms` (`any` or `all`), in rank order, with
+    /// the hub readable or not.
+    fn roadmap_rows(terms: &str, hub_readable: bool) -> Vec<String> {
+        let mut catalog = catalog_of([
+            ("/roadmap.md".to_string(), ROADMAP),
+            ("/hub.md".to_string(), HUB),
+        ]);
         let query = LookupQuery::from_metadata(&meta(&[
             ("query", "phase running"),
             ("match", "body"),
@@ -1551,37 +1560,26 @@ mod tests {
 
     #[test]
     fn the_section_a_query_names_outranks_a_more_important_mention() {
-        let mut catalog = Catalog::default();
-        let stamp = Stamp {
-            version: 1,
-            archived: false,
-            len: 0,
-            mtime_ns: 0,
-        };
-        for (path, text) in [
-            (
-                "/roadmap.md",
-                "---\nimportance: 1.0\n---\n# Driftwood roadmap\n\nDriftwood phases, \
-                 appended in order. The Driftwood hub names the running one.\n",
-            ),
-            (
-                "/hub.md",
-                "---\nimportance: 0.2\n---\n# Driftwood\n\nThe archive project.\n",
-            ),
-        ] {
-            let path = SafePath::parse(path).unwrap();
-            catalog
-                .insert(&path, stamp, text, None, String::new())
-                .unwrap();
-        }
+        let roadmap = "---\nimportance: 1.0\n---\n# Driftwood roadmap\n\nDriftwood phases, \
+                       appended in order. The Driftwood hub names the running one.\n";
+        let hub = "---\nimportance: 0.2\n---\n# Driftwood\n\nThe archive project.\n";
         // Other notes, so that a heading is as rare as in a real corpus.
-        for i in 0..30 {
-            let path = SafePath::parse(&format!("/note-{i}.md")).unwrap();
-            let text = format!("# Note {i}\n\nSomething else.\n");
-            catalog
-                .insert(&path, stamp, &text, None, String::new())
-                .unwrap();
-        }
+        let notes: Vec<(String, String)> = (0..30)
+            .map(|i| {
+                (
+                    format!("/note-{i}.md"),
+                    format!("# Note {i}\n\nSomething else.\n"),
+                )
+            })
+            .collect();
+        let mut catalog = catalog_of(
+            [
+                ("/roadmap.md".to_string(), roadmap),
+                ("/hub.md".to_string(), hub),
+            ]
+            .into_iter()
+            .chain(notes.iter().map(|(p, t)| (p.clone(), t.as_str()))),
+        );
         let mut rows = |query: &str| -> Vec<String> {
             let query = LookupQuery::from_metadata(&meta(&[
                 ("query", query),
