@@ -517,10 +517,11 @@ fn as_read<'a>(
     Cow::Owned(out)
 }
 
-/// Where an index key points: a document's catalog row or one of its sections.
-#[derive(Debug, Clone)]
+/// Where an index key points: a document's catalog row or one of its
+/// sections. No path: a tree's million section rows would each hold a
+/// copy (the document's is in [`Catalog::paths`], by `doc`).
+#[derive(Debug, Clone, Copy)]
 struct RowKey {
-    path: SafePath,
     /// The key of its document's catalog row (its own, for a catalog row).
     doc: u64,
     section: Option<usize>,
@@ -580,6 +581,8 @@ pub const DEFAULT_RECHECK: Duration = Duration::from_secs(5);
 pub(crate) struct Catalog {
     docs: BTreeMap<SafePath, IndexedDoc>,
     rows: HashMap<u64, RowKey>,
+    /// Each document's path, by its catalog row's key.
+    paths: HashMap<u64, SafePath>,
     /// Built on first use, so opening an engine stays cheap.
     index: Option<TextIndex>,
     next_ord: u64,
@@ -605,6 +608,7 @@ impl Default for Catalog {
         Catalog {
             docs: BTreeMap::new(),
             rows: HashMap::new(),
+            paths: HashMap::new(),
             index: None,
             next_ord: 0,
             checked_at: None,
@@ -764,6 +768,7 @@ impl Catalog {
                 self.index = Some(index);
                 self.docs.clear();
                 self.rows.clear();
+                self.paths.clear();
                 self.indexed_bytes = 0;
                 self.links.clear();
                 self.storage = Some(storage);
@@ -801,6 +806,7 @@ impl Catalog {
         if let Some(old) = self.docs.remove(path) {
             self.indexed_bytes -= old.bytes;
             self.rows.remove(&old.ord);
+            self.paths.remove(&old.ord);
             for s in &old.sections {
                 self.rows.remove(&s.ord);
             }
@@ -818,14 +824,10 @@ impl Catalog {
         let ord = self.next_ord;
         self.next_ord += 1;
         let (doc, section) = section.map_or((ord, None), |(doc, i)| (doc, Some(i)));
-        self.rows.insert(
-            ord,
-            RowKey {
-                path: path.clone(),
-                doc,
-                section,
-            },
-        );
+        if section.is_none() {
+            self.paths.insert(ord, path.clone());
+        }
+        self.rows.insert(ord, RowKey { doc, section });
         ord
     }
 
@@ -1031,6 +1033,7 @@ impl Catalog {
             .ok_or_else(|| io::Error::other("search index missing"))?;
         let mut admission = Admission {
             docs: &self.docs,
+            paths: &self.paths,
             verdicts: HashMap::new(),
             scope,
             query,
@@ -1241,6 +1244,7 @@ impl DocumentIndex {
 /// not archived), decided once per document of a LOOKUP.
 struct Admission<'a> {
     docs: &'a BTreeMap<SafePath, IndexedDoc>,
+    paths: &'a HashMap<u64, SafePath>,
     /// By the document's catalog key.
     verdicts: HashMap<u64, Option<&'a IndexedDoc>>,
     scope: &'a SafePath,
@@ -1252,17 +1256,19 @@ impl<'a> Admission<'a> {
     fn doc(&mut self, key: &RowKey) -> Option<&'a IndexedDoc> {
         let Admission {
             docs,
+            paths,
             scope,
             query,
             readable,
             ..
         } = *self;
         *self.verdicts.entry(key.doc).or_insert_with(|| {
-            docs.get(&key.path).filter(|d| {
-                key.path.starts_with(scope)
+            let path = paths.get(&key.doc)?;
+            docs.get(path).filter(|d| {
+                path.starts_with(scope)
                     && !d.stamp.archived
                     && passes(d, &query.filters)
-                    && readable(&key.path)
+                    && readable(path)
             })
         })
     }
