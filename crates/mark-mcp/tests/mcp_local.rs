@@ -493,6 +493,30 @@ async fn lookup_reads_its_top_hits_as_mark_fetch_delivers_them() {
 /// the agent does not fetch it again; an identical lookup is still
 /// `unchanged`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lookup_whose_read_is_an_outline_is_unchanged_the_second_time() {
+    let mcp = Mcp::start(&root_args(&kb(), &[])).await;
+    let ask = json!({"query": "harbour handbook", "match": "body", "limit": 3});
+    let first = mcp.call("mark_lookup", ask.clone()).await;
+    let (_, read) = first
+        .body()
+        .split_once("\n=== read /large.md#harbour-handbook ===\n")
+        .unwrap_or_else(|| panic!("no read block: {}", first.text));
+    assert!(read.contains("\nmode: outline\n"), "{read}");
+    // The outline was sent, not the text: the same lookup is one line,
+    // and a fetch of the section says the outline is unchanged.
+    let again = mcp.call("mark_lookup", ask).await;
+    assert_eq!(again.status(), "unchanged", "{}", again.text);
+    let fetched = mcp.fetch("/large.md#harbour-handbook").await;
+    assert_eq!(fetched.status(), "unchanged", "{}", fetched.text);
+    assert!(
+        fetched.body().starts_with("outline unchanged since v1"),
+        "{}",
+        fetched.text
+    );
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_whose_section_was_read_earlier_says_so() {
     let mcp = Mcp::start(&root_args(&kb(), &[])).await;
     let ask = json!({"query": "pilots", "match": "body", "read": 0, "limit": 5});
