@@ -15,10 +15,7 @@ pub(crate) fn truncate(text: &str, max: usize) -> Cow<'_, str> {
     if text.len() <= max {
         return Cow::Borrowed(text);
     }
-    let mut end = max.saturating_sub(ELLIPSIS.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(max.saturating_sub(ELLIPSIS.len()));
     Cow::Owned(format!("{}{ELLIPSIS}", &text[..end]))
 }
 

@@ -137,8 +137,7 @@ impl McpSession {
                     let mut t = tail.lock().unwrap_or_else(PoisonError::into_inner);
                     t.push_str(&String::from_utf8_lossy(&buf[..n]));
                     if t.len() > STDERR_TAIL {
-                        let cut = t.len() - STDERR_TAIL;
-                        let cut = (cut..t.len()).find(|i| t.is_char_boundary(*i)).unwrap_or(0);
+                        let cut = t.ceil_char_boundary(t.len() - STDERR_TAIL);
                         t.drain(..cut);
                     }
                 }

@@ -41,7 +41,7 @@ pub fn fit(mut t: ToolText, page_bytes: usize) -> ToolText {
     }
     for (_, value) in &mut t.fields {
         if value.len() > FIELD_BYTES {
-            let cut = floor_char_boundary(value, FIELD_BYTES - 3);
+            let cut = value.floor_char_boundary(FIELD_BYTES - 3);
             value.truncate(cut);
             value.push('…');
         }
@@ -49,7 +49,7 @@ pub fn fit(mut t: ToolText, page_bytes: usize) -> ToolText {
     let overhead = t.render().len() - t.text.len();
     let room = bound.saturating_sub(overhead + FOOTER_BYTES);
     if t.text.len() > room {
-        let mut cut = floor_char_boundary(&t.text, room);
+        let mut cut = t.text.floor_char_boundary(room);
         if let Some(nl) = t.text[..cut].rfind('\n').filter(|&nl| nl >= cut / 4 * 3) {
             cut = nl + 1;
         }
@@ -60,16 +60,6 @@ pub fn fit(mut t: ToolText, page_bytes: usize) -> ToolText {
         ));
     }
     t
-}
-
-fn floor_char_boundary(text: &str, mut i: usize) -> usize {
-    if i >= text.len() {
-        return text.len();
-    }
-    while !text.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 #[cfg(test)]

@@ -197,10 +197,7 @@ pub fn one_line(text: &str, max: usize) -> String {
     if line.len() <= max {
         return line;
     }
-    let mut end = max.saturating_sub('…'.len_utf8());
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = line.floor_char_boundary(max.saturating_sub('…'.len_utf8()));
     format!("{}…", line[..end].trim_end())
 }
 

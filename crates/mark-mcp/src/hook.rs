@@ -123,10 +123,7 @@ fn cut(text: &str, max: usize) -> String {
         return text.to_string();
     }
     const MORE: &str = "…(cut; mark_explore / for the whole card)\n";
-    let mut end = max.saturating_sub(MORE.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(max.saturating_sub(MORE.len()));
     let end = text[..end].rfind('\n').map_or(end, |i| i + 1);
     format!("{}{MORE}", &text[..end])
 }

@@ -13,7 +13,7 @@ pub fn page_ranges(text: &str, headings: &[usize], max: usize) -> Vec<Range<usiz
     let mut pages = Vec::new();
     let mut start = 0;
     while text.len() - start > max {
-        let limit = floor_char_boundary(text, start + max);
+        let limit = text.floor_char_boundary(start + max);
         let half = start + max / 2;
         let window = &text[start..limit];
         let cut = headings
@@ -44,16 +44,6 @@ pub fn page_ranges(text: &str, headings: &[usize], max: usize) -> Vec<Range<usiz
     }
     pages.push(start..text.len());
     pages
-}
-
-fn floor_char_boundary(text: &str, mut i: usize) -> usize {
-    if i >= text.len() {
-        return text.len();
-    }
-    while !text.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 /// A page request: which page (1-based) of which slice (the whole body or
