@@ -434,9 +434,16 @@ fn context_window(source: &str, link: &Link) -> (Range<usize>, Option<Range<usiz
     let before = &source[reach..link.range.start];
     let reach_end = source.floor_char_boundary(link.range.end + LINK_CONTEXT);
     let after = &source[link.range.end..reach_end];
-    let line_start = before.rfind('\n').map_or(reach, |i| reach + i + 1);
+    // Only a row whose start is within reach is read as a row: a window
+    // starting inside a long row would take a cell for the row.
+    let line_start = match before.rfind('\n') {
+        Some(i) => Some(reach + i + 1),
+        None => (reach == 0).then_some(0),
+    };
     let line_end = after.find('\n').map_or(reach_end, |i| link.range.end + i);
-    if table_row(&source[line_start..line_end]) {
+    if let Some(line_start) = line_start
+        && table_row(&source[line_start..line_end])
+    {
         return (line_start..line_end, table_header(source, line_start));
     }
     let start = before.rfind("\n\n").map_or(reach, |i| reach + i + 2);
@@ -1486,6 +1493,20 @@ mod tests {
             contexts[1].contains("current phase") && !contexts[1].contains("Tidewatch"),
             "{}",
             contexts[1]
+        );
+        // A row longer than the reach: the window starts inside the row (at
+        // a `|` right after a two-byte character), not at a row's start.
+        let long = format!(
+            "| h | i |\n|---|---|\n| {}|{}[x](t.md#a) |\n",
+            "é".repeat(50),
+            "a".repeat(LINK_CONTEXT - 1)
+        );
+        let d = parse_document(&SafePath::parse("/long.md").unwrap(), &long);
+        assert_eq!(d.links.len(), 1);
+        assert!(
+            !d.links[0].context.contains("| h |"),
+            "{}",
+            d.links[0].context
         );
         let list = "[a](x.md#a), [b](x.md#b), [c](x.md#c) and [d](x.md#d).\n\n[e](x.md#e)\n";
         let d = parse_document(&SafePath::parse("/p/list.md").unwrap(), list);
