@@ -424,31 +424,38 @@ fn section_links(path: &SafePath, source: &str, links: &[Link], title: &str) -> 
 }
 
 /// The paragraph around `link`, at most [`LINK_CONTEXT`] bytes on each
-/// side; in a table, its row (the rows around it are about other things)
-/// and the table's header row, which says what each column is (a
-/// `current phase` column), when it starts within [`TABLE_REACH`] bytes.
-/// Only the bytes within reach are searched, so a long list of links
-/// costs linear time.
+/// side; in a table, its row (the rows around it are about other things;
+/// the row's first cell often names what the link is of) and the table's
+/// header row, which says what each column is (a `current phase` column),
+/// each looked for within [`TABLE_REACH`] bytes. Only the bytes within
+/// reach are searched, so a long list of links costs linear time.
 fn context_window(source: &str, link: &Link) -> (Range<usize>, Option<Range<usize>>) {
-    let reach = source.floor_char_boundary(link.range.start.saturating_sub(LINK_CONTEXT));
-    let before = &source[reach..link.range.start];
-    let reach_end = source.floor_char_boundary(link.range.end + LINK_CONTEXT);
-    let after = &source[link.range.end..reach_end];
-    // Only a row whose start is within reach is read as a row: a window
-    // starting inside a long row would take a cell for the row.
-    let line_start = match before.rfind('\n') {
-        Some(i) => Some(reach + i + 1),
-        None => (reach == 0).then_some(0),
+    let (start, end) = (link.range.start, link.range.end);
+    let row_floor = source.floor_char_boundary(start.saturating_sub(TABLE_REACH));
+    let row_ceiling = source.floor_char_boundary(end + TABLE_REACH);
+    // A row whose start or end is out of reach is read as a paragraph.
+    let line_start = match source[row_floor..start].rfind('\n') {
+        Some(i) => Some(row_floor + i + 1),
+        None => (row_floor == 0).then_some(0),
     };
-    let line_end = after.find('\n').map_or(reach_end, |i| link.range.end + i);
-    if let Some(line_start) = line_start
+    let line_end = match source[end..row_ceiling].find('\n') {
+        Some(i) => Some(end + i),
+        None => (row_ceiling == source.len()).then_some(row_ceiling),
+    };
+    if let (Some(line_start), Some(line_end)) = (line_start, line_end)
         && table_row(&source[line_start..line_end])
     {
         return (line_start..line_end, table_header(source, line_start));
     }
-    let start = before.rfind("\n\n").map_or(reach, |i| reach + i + 2);
-    let end = after.find("\n\n").map_or(reach_end, |i| link.range.end + i);
-    (start..end, None)
+    let reach = source.floor_char_boundary(start.saturating_sub(LINK_CONTEXT));
+    let reach_end = source.floor_char_boundary(end + LINK_CONTEXT);
+    let para_start = source[reach..start]
+        .rfind("\n\n")
+        .map_or(reach, |i| reach + i + 2);
+    let para_end = source[end..reach_end]
+        .find("\n\n")
+        .map_or(reach_end, |i| end + i);
+    (para_start..para_end, None)
 }
 
 /// How far above a table row its header row is looked for.
@@ -1494,19 +1501,28 @@ mod tests {
             "{}",
             contexts[1]
         );
-        // A row longer than the reach: the window starts inside the row (at
-        // a `|` right after a two-byte character), not at a row's start.
-        let long = format!(
-            "| h | i |\n|---|---|\n| {}|{}[x](t.md#a) |\n",
-            "é".repeat(50),
-            "a".repeat(LINK_CONTEXT - 1)
-        );
-        let d = parse_document(&SafePath::parse("/long.md").unwrap(), &long);
-        assert_eq!(d.links.len(), 1);
+        // A row's first cell far from its link is still the row's; a row
+        // starting beyond the table reach is read as a paragraph (its window
+        // starts inside the row, here right after a two-byte character).
+        let row = |before: usize| {
+            let text = format!(
+                "| h | i |\n|---|---|\n| Driftwood {}|{}[x](t.md#a) |\n",
+                "é".repeat(50),
+                "a".repeat(before)
+            );
+            let d = parse_document(&SafePath::parse("/long.md").unwrap(), &text);
+            assert_eq!(d.links.len(), 1);
+            d.links[0].context.clone()
+        };
+        let near = row(LINK_CONTEXT - 1);
         assert!(
-            !d.links[0].context.contains("| h |"),
-            "{}",
-            d.links[0].context
+            near.contains("| h |") && near.contains("Driftwood"),
+            "{near}"
+        );
+        let far = row(TABLE_REACH - 1);
+        assert!(
+            !far.contains("| h |") && !far.contains("Driftwood"),
+            "{far}"
         );
         let list = "[a](x.md#a), [b](x.md#b), [c](x.md#c) and [d](x.md#d).\n\n[e](x.md#e)\n";
         let d = parse_document(&SafePath::parse("/p/list.md").unwrap(), list);
