@@ -136,6 +136,16 @@ pub enum Delivery<H> {
     },
 }
 
+/// The digest of an answer derived from a document at `identity` (a card,
+/// an outline): the same text of another version is another answer.
+pub fn document_answer_digest(identity: &Identity, text: &str) -> TextDigest {
+    answer_digest(&[
+        identity.version.as_deref().unwrap_or(""),
+        identity.etag.as_deref().unwrap_or(""),
+        text,
+    ])
+}
+
 /// The digest of a derived answer made of `parts` (its text and whatever
 /// else must make two answers differ: the version a card describes).
 pub fn answer_digest(parts: &[&str]) -> TextDigest {

@@ -19,7 +19,7 @@
 use crate::crawl::{
     CrawlProgress, CrawlWatcher, StopOnDrop, Unwatched, Waited, age_text, parent_dir,
 };
-use crate::dedup::{AnswerKey, Delivery, answer_digest};
+use crate::dedup::{AnswerKey, Delivery, document_answer_digest};
 use crate::envelope::{ToolText, one_line, size_line};
 use crate::fetch::change_note;
 use crate::keys::{graph_key, wire_path};
@@ -737,14 +737,12 @@ fn deliver(
     now: Instant,
 ) -> ToolText {
     let identity = &cached.identity;
-    let version = identity.version.as_deref().unwrap_or("");
-    let etag = identity.etag.as_deref().unwrap_or("");
     let key = AnswerKey {
         tool: "explore",
         subject: path.to_string(),
         part,
     };
-    let digest = answer_digest(&[version, etag, &text]);
+    let digest = document_answer_digest(identity, &text);
     let (sent, changed_from) = {
         let log = session.log();
         (

@@ -2,7 +2,9 @@
 //! agent's budget and deduplicated against what this session delivered.
 
 use crate::crawl::Unwatched;
-use crate::dedup::{AnswerKey, Decision, Delivery, Identity, Page, Slice, Wanted, answer_digest};
+use crate::dedup::{
+    AnswerKey, Decision, Delivery, Identity, Page, Slice, Wanted, document_answer_digest,
+};
 use crate::envelope::{ToolText, one_line, size_line};
 use crate::outbox::deliver;
 use crate::paging::{Cursor, cursor_argument, page_ranges};
@@ -478,11 +480,7 @@ impl View<'_> {
             subject: self.path.to_string(),
             part: format!("outline{label}"),
         };
-        let digest = answer_digest(&[
-            identity.version.as_deref().unwrap_or(""),
-            identity.etag.as_deref().unwrap_or(""),
-            &out,
-        ]);
+        let digest = document_answer_digest(identity, &out);
         if !self.force && self.session.log().answer_sent(&key, &digest, self.now) {
             return Part {
                 text: format!(

@@ -288,7 +288,7 @@ struct Found {
 
 /// The rows as text, and the hits themselves in rank order. `read`: the
 /// top hits whose sections follow (their rows say `read below` in place of
-/// a snippet, and the closing line points at the others); another row
+/// a snippet, and no closing hint line is needed); another row
 /// whose text the session sent whole at its last-read version says `read
 /// earlier`.
 async fn search(
@@ -628,9 +628,13 @@ fn rows(rows: &[LookupRow], marks: &[Option<&str>]) -> Vec<String> {
             if importance_differs {
                 line.push_str(&format!(" ({:.2})", r.importance));
             }
-            let tags = new_tags(r);
-            if !tags.is_empty() && tagged.insert(&r.path) {
-                line.push_str(&format!(" [{}]", tags.join(", ")));
+            // A document's tags once: on its first row that has any to show.
+            if !tagged.contains(r.path.as_str()) {
+                let tags = new_tags(r);
+                if !tags.is_empty() {
+                    tagged.insert(&r.path);
+                    line.push_str(&format!(" [{}]", tags.join(", ")));
+                }
             }
             if !r.lacks.is_empty() {
                 line.push_str(&format!(" · lacks: {}", r.lacks.join(" ")));

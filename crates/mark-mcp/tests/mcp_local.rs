@@ -521,12 +521,7 @@ async fn a_row_whose_section_was_read_earlier_says_so() {
     let mcp = Mcp::start(&root_args(&kb(), &[])).await;
     let ask = json!({"query": "pilots", "match": "body", "read": 0, "limit": 5});
     let first = mcp.call("mark_lookup", ask.clone()).await;
-    let rows: Vec<String> = first
-        .body()
-        .lines()
-        .filter(|l| l.starts_with('/'))
-        .map(str::to_string)
-        .collect();
+    let rows = first.rows();
     assert!(
         rows.len() >= 2 && !first.text.contains("read earlier"),
         "{}",

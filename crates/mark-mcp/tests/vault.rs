@@ -537,9 +537,8 @@ async fn lookup_urls(mcp: &Mcp, mut args: serde_json::Value) -> Vec<String> {
     args["read"] = json!(0);
     let r = mcp.call("mark_lookup", args).await;
     assert!(!r.is_error, "{}", r.text);
-    r.body()
-        .lines()
-        .filter(|l| l.starts_with('/'))
+    r.rows()
+        .into_iter()
         .filter_map(|l| l.split(" · ").next())
         .map(str::to_string)
         .collect()

@@ -284,7 +284,8 @@ struct ParsedLink {
     target: SafePath,
     /// The target section's anchor (the fragment as a slug).
     anchor: String,
-    /// The words of its paragraph around it (see [`link_context`]).
+    /// Its document's title and the words around it (see
+    /// [`section_links`]).
     context: String,
 }
 
@@ -406,13 +407,17 @@ fn section_links(path: &SafePath, source: &str, links: &[Link], title: &str) -> 
         if nearby <= MAX_NEARBY_LINKS {
             // The title says what the paragraph is about ("Current phase:
             // [Phase 10]" on Lantern's page is Lantern's current phase).
+            // The link's own text is left out: it mostly repeats the
+            // target's heading, and a glossary entry that every note links
+            // by its name would otherwise outrank the sections that are
+            // about that name.
             let mut context = title.to_string();
             if let Some(h) = header {
                 context.push(' ');
                 context.push_str(&as_read(source, &h, links, None));
             }
             context.push(' ');
-            context.push_str(&link_context(source, &window, link, links));
+            context.push_str(&as_read(source, &window, links, Some(link)));
             out.push(ParsedLink {
                 target: target.clone(),
                 anchor: anchor.clone(),
@@ -484,15 +489,6 @@ fn table_header(source: &str, row_start: usize) -> Option<Range<usize>> {
         .find('\n')
         .map_or(source.len(), |i| start + i);
     Some(start..end)
-}
-
-/// The words of `window` (see [`context_window`]) without `link` itself
-/// and with each other link in it as its text (see [`as_read`]). The
-/// link's own text is left out on purpose: it mostly repeats the target's
-/// heading, and a glossary entry that every note links by its name would
-/// otherwise outrank the sections that are about that name.
-fn link_context(source: &str, window: &Range<usize>, link: &Link, links: &[Link]) -> String {
-    as_read(source, window, links, Some(link)).into_owned()
 }
 
 /// `source[range]` as a reader reads it: each link inside it as its text
@@ -612,7 +608,8 @@ pub(crate) struct Catalog {
 /// Where an indexed link is and what it points at.
 #[derive(Debug)]
 struct LinkKey {
-    source: SafePath,
+    /// The catalog row key of the document holding it (see [`Catalog::paths`]).
+    source: u64,
     target: SafePath,
     anchor: String,
 }
@@ -832,11 +829,16 @@ impl Catalog {
         Ok(())
     }
 
+    /// A key no row or link has had.
+    fn next_key(&mut self) -> u64 {
+        self.next_ord += 1;
+        self.next_ord - 1
+    }
+
     /// A new key for the catalog row of `path` (`section: None`) or for
     /// its section `(catalog row's key, index)`.
     fn take_ord(&mut self, path: &SafePath, section: Option<(u64, usize)>) -> u64 {
-        let ord = self.next_ord;
-        self.next_ord += 1;
+        let ord = self.next_key();
         let (doc, section) = section.map_or((ord, None), |(doc, i)| (doc, Some(i)));
         if section.is_none() {
             self.paths.insert(ord, path.clone());
@@ -911,8 +913,7 @@ impl Catalog {
         let mut links = Vec::new();
         if indexed {
             for l in parsed.links {
-                let ord = self.next_ord;
-                self.next_ord += 1;
+                let ord = self.next_key();
                 self.index()?.add_link(&LinkEntry {
                     ord,
                     path: &encoded,
@@ -921,7 +922,7 @@ impl Catalog {
                 self.links.insert(
                     ord,
                     LinkKey {
-                        source: path.clone(),
+                        source: doc_ord,
                         target: l.target,
                         anchor: l.anchor,
                     },
@@ -1003,7 +1004,8 @@ impl Catalog {
         let (Terms::Words(words), true) = (&query.terms, query.any) else {
             return Ok(HashMap::new());
         };
-        let mut readable_source: HashMap<&SafePath, bool> = HashMap::new();
+        // By the source document's key.
+        let mut readable_source: HashMap<u64, bool> = HashMap::new();
         let mut per: HashMap<u64, Vec<f64>> = HashMap::new();
         for h in index.links(searcher, words)? {
             let Some(link) = self.links.get(&h.ord) else {
@@ -1017,8 +1019,8 @@ impl Catalog {
                 continue;
             };
             if *readable_source
-                .entry(&link.source)
-                .or_insert_with(|| readable(&link.source))
+                .entry(link.source)
+                .or_insert_with(|| self.paths.get(&link.source).is_some_and(readable))
             {
                 per.entry(section.ord).or_default().push(f64::from(h.score));
             }

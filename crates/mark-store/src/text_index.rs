@@ -4,8 +4,8 @@
 //! section (its own text, its own heading, the headings above it, the
 //! document's title and tags) and one per document (title and tags, all its
 //! headings) for catalog rows, and one per link from a document to a
-//! section of another (the link's text and the words around it: how others
-//! name that section, which in any-word mode raises the section's rank).
+//! section of another (its document's title and the words around it: what
+//! others say of that section, which in any-word mode raises its rank).
 //!
 //! Words are mark-proto's word rule ([`word_spans`], lower-cased, no length
 //! cut-off, so a long identifier stays one word). Each text field has an
@@ -16,7 +16,9 @@
 //! mode a word scores by its best field, see [`TIE`]); a stemmed field
 //! weighs [`STEM`] of its exact twin, so exact forms rank first. Each pair
 //! of adjacent query words is also a phrase query on text and heading, so
-//! `fs.readFile` or `2023-11-20` rank the sections holding that run first.
+//! `fs.readFile` or `2023-11-20` rank the sections holding that run first,
+//! and a section whose heading is the query ranks above one that only
+//! mentions it ([`W_NAMED`]).
 //!
 //! Writes are buffered and committed before the next search, so a burst of
 //! PUBLISHes costs one commit.
@@ -183,7 +185,8 @@ pub(crate) struct LinkEntry<'a> {
     /// The encoded path of the document holding the link (its links are
     /// removed with it).
     pub path: &'a str,
-    /// The link's text and the words around it.
+    /// Its document's title and the words around it (the link's own text
+    /// left out).
     pub context: &'a str,
 }
 

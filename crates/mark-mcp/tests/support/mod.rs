@@ -242,6 +242,10 @@ impl Reply {
     pub fn body(&self) -> &str {
         body(&self.text)
     }
+    /// A lookup's rows: the body's lines that start with a url.
+    pub fn rows(&self) -> Vec<&str> {
+        self.body().lines().filter(|l| l.starts_with('/')).collect()
+    }
     /// Asserts a read's result: `ok`, the whole document (`mode: full`).
     #[track_caller]
     pub fn assert_full(&self) {
