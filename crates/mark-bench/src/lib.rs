@@ -36,6 +36,7 @@ pub mod questions;
 pub mod ranking;
 pub mod reading;
 pub mod report;
+pub mod rows;
 pub mod server;
 pub mod session;
 pub mod strategy;

@@ -9,6 +9,7 @@
 use clap::{Parser, Subcommand};
 use mark_bench::peers::{PeersOptions, render_peers, run_peers};
 use mark_bench::ranking::{Corpus, render_ranking, run_ranking};
+use mark_bench::rows::{render_row_cost, run_row_cost};
 use mark_bench::{McpSession, OrientationOptions, ServerCommand, render_table, run_orientation};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,13 +64,8 @@ enum Command {
         /// The questions file.
         #[arg(long, default_value = "crates/mark-mcp/soul/questions.toml")]
         questions: PathBuf,
-        /// The Node.js API corpus (fs.md is read from it).
-        #[arg(
-            long,
-            default_value = "../shared/corpora/nodejs-api",
-            env = "MARK_NODEJS_CORPUS"
-        )]
-        corpus: PathBuf,
+        #[command(flatten)]
+        corpus: NodeCorpus,
         /// The folder holding the installed peers (`npx --no-install` runs there).
         #[arg(long, default_value = "bench/peers")]
         peers_dir: PathBuf,
@@ -93,13 +89,24 @@ enum Command {
         /// The knowledge base folder.
         #[arg(long, default_value = "crates/mark-mcp/soul")]
         kb: PathBuf,
-        /// The Node.js API corpus.
-        #[arg(
-            long,
-            default_value = "../shared/corpora/nodejs-api",
-            env = "MARK_NODEJS_CORPUS"
-        )]
-        corpus: PathBuf,
+        #[command(flatten)]
+        corpus: NodeCorpus,
+        /// Also write the raw figures as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Tokens per row of mark_lookup's body-mode rows for 20 API names of
+    /// the Node corpus, for this mark-mcp and a baseline build, in one run
+    /// (#13's row target).
+    Rows {
+        #[command(flatten)]
+        corpus: NodeCorpus,
+        /// The mark-mcp executable measured.
+        #[arg(long, default_value = "target/release/mark-mcp")]
+        mark_mcp: PathBuf,
+        /// The mark-mcp executable compared with (an older build).
+        #[arg(long)]
+        baseline: PathBuf,
         /// Also write the raw figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -116,6 +123,20 @@ enum Command {
         #[arg(last = true, required = true)]
         server: Vec<String>,
     },
+}
+
+/// The Node.js API corpus (`../shared/corpora/nodejs-api`), read in place.
+#[derive(Debug, clap::Args)]
+struct NodeCorpus {
+    /// The Node.js API corpus.
+    #[arg(
+        id = "corpus",
+        long = "corpus",
+        value_name = "CORPUS",
+        default_value = "../shared/corpora/nodejs-api",
+        env = "MARK_NODEJS_CORPUS"
+    )]
+    dir: PathBuf,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -177,7 +198,7 @@ async fn main() -> ExitCode {
             let opts = PeersOptions {
                 kb,
                 questions,
-                corpus,
+                corpus: corpus.dir,
                 peers_dir,
                 mark_mcp_bin: mark_mcp,
                 runs,
@@ -208,7 +229,7 @@ async fn main() -> ExitCode {
                 },
                 Corpus {
                     name: "nodejs-api".into(),
-                    dir: corpus,
+                    dir: corpus.dir,
                     api: true,
                 },
             ];
@@ -216,6 +237,27 @@ async fn main() -> ExitCode {
                 Ok(rows) => {
                     print!("{}", render_ranking(&rows));
                     write_json(json, &rows)
+                }
+                Err(e) => {
+                    eprintln!("mark-bench: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Rows {
+            corpus,
+            mark_mcp,
+            baseline,
+            json,
+        } => {
+            let binaries = [
+                ("this".to_string(), mark_mcp),
+                ("baseline".to_string(), baseline),
+            ];
+            match run_row_cost(&corpus.dir, &binaries).await {
+                Ok(report) => {
+                    print!("{}", render_row_cost(&report));
+                    write_json(json, &report)
                 }
                 Err(e) => {
                     eprintln!("mark-bench: {e}");

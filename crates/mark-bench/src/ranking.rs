@@ -225,6 +225,15 @@ fn api_queries(sections: &[Section]) -> Vec<Query> {
         .collect()
 }
 
+/// The distinct API names of the corpus in `dir` (the API-name set's
+/// queries), sorted.
+pub fn api_names(dir: &Path) -> Result<Vec<String>, BenchError> {
+    Ok(api_queries(&sections(dir)?)
+        .into_iter()
+        .map(|q| q.text)
+        .collect())
+}
+
 /// The unique-heading queries of a corpus: one per heading whose text no
 /// other heading has, by its words without stop words.
 fn heading_queries(sections: &[Section]) -> Vec<Query> {

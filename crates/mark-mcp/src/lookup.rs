@@ -27,6 +27,7 @@ use mark_proto::lookup::{LookupRow, LookupTable, query_words, word_spans};
 use mark_proto::{Request, Response, Status, Verb};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
@@ -100,7 +101,7 @@ const READ_HEADER_BYTES: usize = 2_000;
 
 /// Longest snippet shown in a row, in characters: enough to recognise the
 /// hit; the section itself is one `mark_fetch url#anchor` away.
-const SNIPPET_CHARS: usize = 100;
+const SNIPPET_CHARS: usize = 80;
 /// Longest row, in bytes: a longer one is cut, never dropped.
 const MAX_ROW_BYTES: usize = 360;
 /// Rows asked per word when the server ranks all-words only: enough that a
@@ -351,7 +352,7 @@ async fn search(
     };
     let asked = request(query, wanted as u32)
         .with_meta("terms", "any")
-        .with_meta("columns", "lacks");
+        .with_meta("columns", "bytes, lacks");
     let (resp, searched_here) = ask(session, asked, now, watcher).await?;
     let mut found = read_table(&resp)?;
     let several = query != "*" && words.searched.len() > 1;
@@ -606,6 +607,8 @@ fn merge_any(per_word: Vec<(&str, Vec<LookupRow>)>, limit: usize) -> Found {
         table: LookupTable {
             mode,
             rows: rows.into_iter().map(|(_, r)| r).collect(),
+            // A server that only knows all-words knows no columns of ours.
+            bytes_column: false,
             lacks_column: true,
         },
         total,
@@ -613,8 +616,9 @@ fn merge_any(per_word: Vec<(&str, Vec<LookupRow>)>, limit: usize) -> Found {
 }
 
 /// One line per row: `url#anchor · Doc › Heading (importance) [tags] ·
-/// lacks: word · snippet` (see [`trail`]); a row with a mark (`read
-/// below`, `read earlier`) shows it in place of the snippet.
+/// lacks: word · ~N tok · snippet` (see [`trail_after`]; the size when the
+/// server gave it); a row with a mark (`read below`, `read earlier`) shows
+/// it in place of the snippet.
 fn rows(rows: &[LookupRow], marks: &[Option<&str>]) -> Vec<String> {
     let importance_differs = rows
         .windows(2)
@@ -624,7 +628,8 @@ fn rows(rows: &[LookupRow], marks: &[Option<&str>]) -> Vec<String> {
         .enumerate()
         .map(|(i, r)| {
             let target = r.target();
-            let mut line = format!("{target} · {}", trail(&r.title));
+            let above = i.checked_sub(1).map(|j| &rows[j]);
+            let mut line = format!("{target} · {}", trail_after(r, above));
             if importance_differs {
                 line.push_str(&format!(" ({:.2})", r.importance));
             }
@@ -638,6 +643,11 @@ fn rows(rows: &[LookupRow], marks: &[Option<&str>]) -> Vec<String> {
             }
             if !r.lacks.is_empty() {
                 line.push_str(&format!(" · lacks: {}", r.lacks.join(" ")));
+            }
+            if let Some(bytes) = r.bytes {
+                let tokens =
+                    markdown_slice::bytes_to_tokens(usize::try_from(bytes).unwrap_or(usize::MAX));
+                line.push_str(&format!(" · ~{tokens} tok"));
             }
             if let Some(mark) = marks.get(i).copied().flatten() {
                 line.push_str(" · ");
@@ -674,6 +684,27 @@ fn trail(title: &str) -> &str {
     }
 }
 
+/// [`trail`], with the leading headings it shares with the row `above` (of
+/// the same document, two or more of them) shown as `…`: sibling hits
+/// (`File system › Common Objects › Class: fs.Dirent › dirent.isFile()`
+/// under `… › dirent.isFIFO()`) say their document and parents once.
+fn trail_after<'r>(row: &'r LookupRow, above: Option<&LookupRow>) -> Cow<'r, str> {
+    let own = trail(&row.title);
+    let Some(above) = above.filter(|a| a.path == row.path) else {
+        return Cow::Borrowed(own);
+    };
+    let segments: Vec<&str> = own.split(" › ").collect();
+    let shared = segments[..segments.len() - 1]
+        .iter()
+        .zip(trail(&above.title).split(" › "))
+        .take_while(|(a, b)| **a == *b)
+        .count();
+    if shared < 2 {
+        return Cow::Borrowed(own);
+    }
+    Cow::Owned(format!("… › {}", segments[shared..].join(" › ")))
+}
+
 /// A row for `--json`: the fetchable url and each cell as it is.
 fn row_object(r: &LookupRow) -> serde_json::Value {
     let mut object = serde_json::json!({
@@ -685,6 +716,9 @@ fn row_object(r: &LookupRow) -> serde_json::Value {
     });
     if !r.lacks.is_empty() {
         object["lacks"] = serde_json::json!(r.lacks);
+    }
+    if let Some(bytes) = r.bytes {
+        object["bytes"] = serde_json::json!(bytes);
     }
     object
 }
@@ -753,6 +787,58 @@ mod tests {
             (read[0].as_str(), read[1].ends_with('…')),
             ("/a.md#x · Doc › Head · read below", true),
             "a row read in the same call has no snippet: its section follows"
+        );
+        let mut sized = row("/a.md", "x", 0.5, &[]);
+        sized.lacks = vec!["pier".into()];
+        sized.bytes = Some(3859);
+        assert!(
+            rows(&[sized], &[])[0]
+                .starts_with("/a.md#x · Doc › Head · lacks: pier · ~1043 tok · x"),
+            "the size the server gave, in the outline's tokens"
+        );
+        let nested = |path: &str, anchor: &str, title: &str| LookupRow {
+            title: title.into(),
+            ..row(path, anchor, 0.5, &[])
+        };
+        let siblings = rows(
+            &[
+                nested(
+                    "/fs.md",
+                    "a",
+                    "File system › Class: fs.Dirent › dirent.isFile()",
+                ),
+                nested(
+                    "/fs.md",
+                    "b",
+                    "File system › Class: fs.Dirent › dirent.isFIFO()",
+                ),
+                nested(
+                    "/fs.md",
+                    "c",
+                    "File system › Class: fs.Stats › stats.isFile()",
+                ),
+                nested(
+                    "/os.md",
+                    "d",
+                    "File system › Class: fs.Stats › stats.isFile()",
+                ),
+            ],
+            &[],
+        );
+        let trails: Vec<&str> = siblings
+            .iter()
+            .map(|l| l.split(" · ").nth(1).unwrap())
+            .collect();
+        assert_eq!(
+            trails,
+            [
+                "File system › Class: fs.Dirent › dirent.isFile()",
+                "… › dirent.isFIFO()",
+                "File system › Class: fs.Stats › stats.isFile()",
+                "File system › Class: fs.Stats › stats.isFile()",
+            ],
+            "the headings a row shares with the one above, two or more, are `…`; \
+             the title alone, or another document's, is said again"
         );
         let said = rows(&[row("/adr/a.md", "x", 0.5, &["adr", "Doc", "keys"])], &[]);
         assert!(

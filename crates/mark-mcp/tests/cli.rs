@@ -74,6 +74,7 @@ async fn verbs_print_exactly_what_the_tools_return() {
             "importance": 0.5,
             "tags": ["crew", "roster"],
             "snippet": "Ana and Kofi run the night shift on the dredger.",
+            "bytes": "## Night shift\n\nAna and Kofi run the night shift on the dredger.\n".len(),
         })
     );
     let (stdout, ok) = run(&["--root", &root, "fetch", "/small.md#nope"]);

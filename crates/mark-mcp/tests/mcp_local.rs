@@ -903,7 +903,7 @@ async fn a_real_large_document_stays_bounded() {
 async fn rows_over_a_folder_say_which_words_they_lack() {
     let dir = support::pier_and_hosts();
     let mcp = Mcp::start(&root_args(dir.path(), &[])).await;
-    mcp.assert_pier_rows().await;
+    mcp.assert_pier_rows(true).await;
     let r = mcp.lookup_body("zebra quokka").await;
     support::assert_nothing_found(&r, "zebra quokka");
     mcp.stop().await;

@@ -166,7 +166,7 @@ async fn an_all_words_server_gets_one_lookup_per_word_ranked_here() {
     let dir = pier_and_hosts();
     let server = MarkServerProcess::start(dir.path(), &["--flat", "--all-words-lookup"]).unwrap();
     let mcp = Mcp::start(&server.reader_args(&[])).await;
-    mcp.assert_pier_rows().await;
+    mcp.assert_pier_rows(false).await;
     // One LOOKUP answered all-words, then one per word.
     assert_eq!(server.wait_for_requests("LOOKUP", "/", 4, WAIT), 4);
     // Words that match nothing are named, with what to try.
@@ -176,14 +176,15 @@ async fn an_all_words_server_gets_one_lookup_per_word_ranked_here() {
 }
 
 /// #13: rows from a server that ranks any-word itself (our own
-/// `mark-server`) say which query words they lack too: mark_lookup asks
-/// for the `Lacks` column (`columns: lacks`), in the one LOOKUP.
+/// `mark-server`) say which query words they lack too, and their sizes:
+/// mark_lookup asks for the `Bytes` and `Lacks` columns (`columns: bytes,
+/// lacks`), in the one LOOKUP.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_from_an_any_word_server_say_which_words_they_lack() {
     let dir = pier_and_hosts();
     let server = MarkServerProcess::start(dir.path(), &["--flat"]).unwrap();
     let mcp = Mcp::start(&server.reader_args(&[])).await;
-    mcp.assert_pier_rows().await;
+    mcp.assert_pier_rows(true).await;
     let r = mcp
         .call("mark_lookup", json!({"query": "zebra quokka", "read": 0}))
         .await;
@@ -209,7 +210,7 @@ async fn a_server_without_lookup_is_searched_over_the_crawled_documents() {
     let dir = pier_and_hosts();
     let server = MarkServerProcess::start(dir.path(), &["--flat", "--no-lookup"]).unwrap();
     let mcp = Mcp::start(&server.reader_args(&[])).await;
-    let r = mcp.assert_pier_rows().await;
+    let r = mcp.assert_pier_rows(true).await;
     assert_eq!(
         r.field("note"),
         Some(
@@ -236,7 +237,11 @@ async fn a_server_without_lookup_is_searched_over_the_crawled_documents() {
         .call("mark_lookup", json!({"query": "hosts", "read": 0}))
         .await;
     assert_eq!(r.field("matches"), Some("1 of 1"), "{}", r.text);
-    assert!(r.body().starts_with("/hosts.md · Hosts\n"), "{}", r.text);
+    assert!(
+        r.body().starts_with("/hosts.md · Hosts · ~15 tok\n"),
+        "{}",
+        r.text
+    );
     let r = mcp.lookup_body("zebra quokka").await;
     assert_nothing_found(&r, "zebra quokka");
     assert!(

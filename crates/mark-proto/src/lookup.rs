@@ -1,9 +1,11 @@
 //! LOOKUP bodies: a markdown table of matches,
 //! `| Path | Importance | Title | Tags |`, with a `Snippet` column added in
 //! body mode, where rows may point at sections (`/doc.md#anchor`, title
-//! `Doc › Heading`). A last `Lacks` column (ours, written only when the
-//! request asks `columns: lacks`, so clients that never ask never see it)
-//! names the query words a row does not hold.
+//! `Doc › Heading`). Two columns of ours follow, each written only when the
+//! request asks for it (`columns: bytes, lacks`), so clients that never ask
+//! never see them: `Bytes`, the size of what the row's path fetches (the
+//! section with its subsections, or the document), and a last `Lacks`,
+//! the query words a row does not hold.
 //!
 //! Written as the reference server writes it: cells escape `\` and the
 //! markdown specials `` [ ] ( ) * _ ` ~ # | `` with backslashes; the anchor
@@ -18,6 +20,7 @@
 //! let table = LookupTable {
 //!     mode: MatchMode::Catalog,
 //!     rows: vec![LookupRow::document("/a.md", 0.5, "A | B", vec!["x".into()])],
+//!     bytes_column: false,
 //!     lacks_column: false,
 //! };
 //! let body = lookup::write(&table);
@@ -129,6 +132,9 @@ pub struct LookupRow {
     pub tags: Vec<String>,
     /// The matching text (body mode only).
     pub snippet: Option<String>,
+    /// The size in bytes of what [`target`](LookupRow::target) fetches,
+    /// from the `Bytes` column; `None` when the table has no such column.
+    pub bytes: Option<u64>,
     /// The query words this row does not hold, from the `Lacks` column;
     /// empty when it holds them all or the table has no such column.
     pub lacks: Vec<String>,
@@ -149,6 +155,7 @@ impl LookupRow {
             title: title.into(),
             tags,
             snippet: None,
+            bytes: None,
             lacks: Vec::new(),
         }
     }
@@ -169,6 +176,8 @@ pub struct LookupTable {
     pub mode: MatchMode,
     /// The rows, best first.
     pub rows: Vec<LookupRow>,
+    /// Whether the table has the `Bytes` column (asked with `columns: bytes`).
+    pub bytes_column: bool,
     /// Whether the table has the `Lacks` column (asked with `columns: lacks`).
     pub lacks_column: bool,
 }
@@ -179,6 +188,9 @@ pub fn write(table: &LookupTable) -> String {
     let mut columns = CATALOG_COLUMNS.to_vec();
     if body_mode {
         columns.push("Snippet");
+    }
+    if table.bytes_column {
+        columns.push("Bytes");
     }
     if table.lacks_column {
         columns.push("Lacks");
@@ -204,6 +216,9 @@ pub fn write(table: &LookupTable) -> String {
         ];
         if body_mode {
             cells.push(cell(row.snippet.as_deref().unwrap_or("")));
+        }
+        if table.bytes_column {
+            cells.push(row.bytes.map_or_else(String::new, |b| b.to_string()));
         }
         if table.lacks_column {
             cells.push(cell(&row.lacks.join(" ")));
@@ -238,16 +253,24 @@ pub fn parse(body: &[u8]) -> Result<LookupTable, WireError> {
         .map(|c| unescape(c).to_ascii_lowercase())
         .collect();
     let known: Vec<&str> = names.iter().map(String::as_str).collect();
-    let (mode, lacks_column) = match known.as_slice() {
-        ["path", "importance", "title", "tags", rest @ ..] => match rest {
-            [] => (MatchMode::Catalog, false),
-            ["lacks"] => (MatchMode::Catalog, true),
-            ["snippet"] => (MatchMode::Body, false),
-            ["snippet", "lacks"] => (MatchMode::Body, true),
-            _ => return Err(bad_header(header)),
-        },
-        _ => return Err(bad_header(header)),
+    let ["path", "importance", "title", "tags", rest @ ..] = known.as_slice() else {
+        return Err(bad_header(header));
     };
+    // The optional columns, each at most once, in this order.
+    let mut rest = rest.iter().copied().peekable();
+    let mut optional = |name: &str| rest.next_if_eq(&name).is_some();
+    let columns = Columns {
+        mode: if optional("snippet") {
+            MatchMode::Body
+        } else {
+            MatchMode::Catalog
+        },
+        bytes: optional("bytes"),
+        lacks: optional("lacks"),
+    };
+    if rest.next().is_some() {
+        return Err(bad_header(header));
+    }
     match lines.next() {
         Some((_, sep)) if is_separator(sep) => {}
         _ => {
@@ -275,15 +298,24 @@ pub fn parse(body: &[u8]) -> Result<LookupTable, WireError> {
                 )
             })?;
         rows.push(
-            parse_row(mode, lacks_column, &cells)
+            parse_row(&columns, &cells)
                 .map_err(|why| bad_body(WHAT, format!("line {n}: {why}")))?,
         );
     }
     Ok(LookupTable {
-        mode,
+        mode: columns.mode,
         rows,
-        lacks_column,
+        bytes_column: columns.bytes,
+        lacks_column: columns.lacks,
     })
+}
+
+/// Which of the optional columns a table has.
+struct Columns {
+    /// Body mode has the `Snippet` column.
+    mode: MatchMode,
+    bytes: bool,
+    lacks: bool,
 }
 
 fn bad_header(header: &str) -> WireError {
@@ -296,7 +328,7 @@ fn bad_header(header: &str) -> WireError {
     )
 }
 
-fn parse_row(mode: MatchMode, lacks_column: bool, cells: &[&str]) -> Result<LookupRow, String> {
+fn parse_row(columns: &Columns, cells: &[&str]) -> Result<LookupRow, String> {
     let (path, anchor) = match rsplit_unescaped(cells[0], '#') {
         Some((p, a)) if !a.is_empty() => (unescape(p), Some(unescape(a))),
         _ => (unescape(cells[0]), None),
@@ -323,9 +355,19 @@ fn parse_row(mode: MatchMode, lacks_column: bool, cells: &[&str]) -> Result<Look
         importance,
         title: unescape(cells[2]),
         tags,
-        snippet: (mode == MatchMode::Body).then(|| unescape(cells[4])),
+        snippet: (columns.mode == MatchMode::Body).then(|| unescape(cells[4])),
+        bytes: match columns
+            .bytes
+            .then(|| cells[4 + usize::from(columns.mode == MatchMode::Body)])
+        {
+            None | Some("") => None,
+            Some(b) => Some(
+                b.parse()
+                    .map_err(|_| format!("the bytes `{}` are not a count", excerpt(b)))?,
+            ),
+        },
         lacks: match cells.last() {
-            Some(last) if lacks_column => unescape(last)
+            Some(last) if columns.lacks => unescape(last)
                 .split_whitespace()
                 .map(str::to_string)
                 .collect(),
@@ -396,6 +438,7 @@ mod tests {
                 LookupRow::document("/a.md", 1.0, "Alpha", vec!["x".into(), "y z".into()]),
                 LookupRow::document("/b_c.md", 0.333, "B* (draft) #1 ~x~", vec![]),
             ],
+            bytes_column: false,
             lacks_column: false,
         };
         assert_eq!(
@@ -451,6 +494,7 @@ mod tests {
                     title: "Doc › Set up".into(),
                     tags: vec![],
                     snippet: Some("run `make` | then\nrest".into()),
+                    bytes: None,
                     lacks: vec![],
                 },
                 LookupRow {
@@ -458,6 +502,7 @@ mod tests {
                     ..LookupRow::document("/whole.md", 0.0, "Whole", vec!["t".into()])
                 },
             ],
+            bytes_column: false,
             lacks_column: false,
         };
         let body = write(&table);
@@ -485,6 +530,7 @@ mod tests {
                 snippet: Some(r"a\b".into()),
                 ..LookupRow::document("/c#|d.md", 0.5, r"C:\dir", vec![r"\".into()])
             }],
+            bytes_column: false,
             lacks_column: false,
         };
         let body = write(&table);
@@ -511,6 +557,7 @@ mod tests {
                     ..LookupRow::document("/pier.md", 0.5, "Pier", vec![])
                 },
             ],
+            bytes_column: false,
             lacks_column: true,
         };
         let body = write(&table);
@@ -535,6 +582,43 @@ mod tests {
         );
         let unknown = "| Path | Importance | Title | Tags | Score |\n|---|---|---|---|---|\n";
         assert!(parse(unknown.as_bytes()).is_err(), "an unknown column");
+    }
+
+    #[test]
+    fn the_bytes_column_sizes_what_a_row_fetches() {
+        let table = LookupTable {
+            mode: MatchMode::Body,
+            rows: vec![LookupRow {
+                anchor: Some("hosts".into()),
+                snippet: Some("Hosts take work.".into()),
+                bytes: Some(1043),
+                lacks: vec!["pier".into()],
+                ..LookupRow::document("/hosts.md", 0.5, "Hosts", vec![])
+            }],
+            bytes_column: true,
+            lacks_column: true,
+        };
+        let body = write(&table);
+        assert!(
+            body.starts_with("| Path | Importance | Title | Tags | Snippet | Bytes | Lacks |\n"),
+            "{body}"
+        );
+        assert!(
+            body.contains("| Hosts take work. | 1043 | pier |\n"),
+            "{body}"
+        );
+        assert_eq!(parse(body.as_bytes()).unwrap(), table);
+        let catalog = "| Path | Importance | Title | Tags | Bytes |\n|---|---|---|---|---|\n| /a.md | 0.50 | A |  | 77 |\n| /b.md | 0.50 | B |  |  |\n";
+        let parsed = parse(catalog.as_bytes()).unwrap();
+        assert_eq!(
+            (parsed.mode, parsed.rows[0].bytes, parsed.rows[1].bytes),
+            (MatchMode::Catalog, Some(77), None)
+        );
+        let bad = "| Path | Importance | Title | Tags | Bytes |\n|---|---|---|---|---|\n| /a.md | 0.50 | A |  | many |\n";
+        assert!(parse(bad.as_bytes()).is_err(), "not a count");
+        let reordered =
+            "| Path | Importance | Title | Tags | Lacks | Bytes |\n|---|---|---|---|---|---|\n";
+        assert!(parse(reordered.as_bytes()).is_err(), "out of order");
     }
 
     #[test]

@@ -153,6 +153,7 @@ proptest! {
     #[test]
     fn lookup_tables_round_trip(
         body_mode in any::<bool>(),
+        bytes_column in any::<bool>(),
         lacks_column in any::<bool>(),
         rows in prop::collection::vec((
             "/[^\\s\\p{Cc}]{0,30}",
@@ -162,22 +163,24 @@ proptest! {
             prop::collection::vec(cell_text(12).prop_filter("a tag is non-empty and holds no comma", |t| !t.is_empty() && !t.contains(',')), 0..4),
             cell_text(80),
             prop::collection::vec("[a-z0-9_]{2,10}", 0..3),
+            prop::option::of(any::<u64>()),
         ), 0..6),
     ) {
         let mode = if body_mode { MatchMode::Body } else { MatchMode::Catalog };
         let rows: Vec<LookupRow> = rows
             .into_iter()
-            .map(|(path, anchor, hundredths, title, tags, snippet, lacks)| LookupRow {
+            .map(|(path, anchor, hundredths, title, tags, snippet, lacks, bytes)| LookupRow {
                 path,
                 anchor,
                 importance: f64::from(hundredths) / 100.0,
                 title,
                 tags,
                 snippet: body_mode.then_some(snippet),
+                bytes: bytes.filter(|_| bytes_column),
                 lacks: if lacks_column { lacks } else { Vec::new() },
             })
             .collect();
-        let table = LookupTable { mode, rows, lacks_column };
+        let table = LookupTable { mode, rows, bytes_column, lacks_column };
         prop_assert_eq!(lookup::parse(lookup::write(&table).as_bytes()).unwrap(), table);
     }
 

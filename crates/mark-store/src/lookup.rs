@@ -119,6 +119,8 @@ pub struct LookupQuery {
     pub mode: MatchMode,
     /// `terms: any`: a row needs one of the words, not all.
     pub any: bool,
+    /// `columns: bytes`: each row says the size of what its path fetches.
+    pub bytes: bool,
     /// `columns: lacks`: each row names the query words it does not hold.
     pub lacks: bool,
 }
@@ -187,13 +189,14 @@ impl LookupQuery {
             Some("any") => true,
             Some(t) => return Err(format!("`terms: {t}` must be all or any.")),
         };
-        let mut lacks = false;
+        let (mut bytes, mut lacks) = (false, false);
         for column in entries(meta, "columns") {
             match column {
+                "bytes" => bytes = true,
                 "lacks" => lacks = true,
                 _ => {
                     return Err(format!(
-                        "`columns: {column}` names no optional column; the one there is: lacks."
+                        "`columns: {column}` names no optional column; the ones there are: bytes, lacks."
                     ));
                 }
             }
@@ -204,6 +207,7 @@ impl LookupQuery {
             limit,
             mode,
             any,
+            bytes,
             lacks,
         })
     }
@@ -228,6 +232,9 @@ struct SectionInfo {
     /// The headings above it as a row shows them (` › `-joined, the
     /// document's title left out): a row says which `Status` it is.
     above: String,
+    /// What fetching it sends: its markdown, subsections included (the
+    /// preamble's row fetches the whole document).
+    bytes: u32,
 }
 
 /// What LOOKUP keeps of one document outside the text index (its words
@@ -263,6 +270,8 @@ struct ParsedSection<'a> {
     /// Its own text (heading line excluded, subsections excluded), each
     /// link as its text (see [`as_read`]).
     text: Cow<'a, str>,
+    /// See [`SectionInfo::bytes`].
+    bytes: usize,
 }
 
 /// Everything LOOKUP reads from one document's markdown. The one place
@@ -318,17 +327,19 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|v| (0.0..=1.0).contains(v))
         .unwrap_or(DEFAULT_IMPORTANCE);
-    let links = section_links(path, source, doc.links(), &title);
+    let links = section_links(path, source, Unwritten::of(&doc), &title);
     let headings = doc.headings();
     let mut sections = Vec::with_capacity(headings.len() + 1);
-    let preamble = source.get(doc.preamble_range()).unwrap_or("");
-    if word_spans(preamble).next().is_some() {
+    // A preamble of a comment alone (a licence header) has nothing to read.
+    let preamble = as_read(source, &doc.preamble_range(), Unwritten::of(&doc), None);
+    if word_spans(&preamble).next().is_some() {
         sections.push(ParsedSection {
             anchor: None,
             heading: None,
             trail: String::new(),
             above: String::new(),
-            text: as_read(source, &doc.preamble_range(), doc.links(), None),
+            text: preamble,
+            bytes: source.len(),
         });
     }
     for (i, h) in headings.iter().enumerate() {
@@ -351,9 +362,10 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
             text: as_read(
                 source,
                 &(h.line.end.min(own_end)..own_end),
-                doc.links(),
+                Unwritten::of(&doc),
                 None,
             ),
+            bytes: h.section.len(),
         });
     }
     Parsed {
@@ -373,10 +385,15 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
 /// links around it (itself included) is left out: a list of links says
 /// little about each, and indexing every one of them would cost the index
 /// one entry per link of a link-dense tree.
-fn section_links(path: &SafePath, source: &str, links: &[Link], title: &str) -> Vec<ParsedLink> {
+fn section_links(
+    path: &SafePath,
+    source: &str,
+    unwritten: Unwritten<'_>,
+    title: &str,
+) -> Vec<ParsedLink> {
     let own = path.decoded();
     let mut found: Vec<(&Link, SafePath, String)> = Vec::new();
-    for link in links.iter().filter(|l| !l.is_image) {
+    for link in unwritten.links.iter().filter(|l| !l.is_image) {
         let Target::Internal {
             path: target,
             fragment: Some(fragment),
@@ -414,10 +431,10 @@ fn section_links(path: &SafePath, source: &str, links: &[Link], title: &str) -> 
             let mut context = title.to_string();
             if let Some(h) = header {
                 context.push(' ');
-                context.push_str(&as_read(source, &h, links, None));
+                context.push_str(&as_read(source, &h, unwritten, None));
             }
             context.push(' ');
-            context.push_str(&as_read(source, &window, links, Some(link)));
+            context.push_str(&as_read(source, &window, unwritten, Some(link)));
             out.push(ParsedLink {
                 target: target.clone(),
                 anchor: anchor.clone(),
@@ -491,37 +508,62 @@ fn table_header(source: &str, row_start: usize) -> Option<Range<usize>> {
     Some(start..end)
 }
 
+/// What a reader does not read as written: links (read as their text)
+/// and HTML comments (never shown), each in source order.
+#[derive(Clone, Copy)]
+struct Unwritten<'d> {
+    links: &'d [Link],
+    comments: &'d [Range<usize>],
+}
+
+impl<'d> Unwritten<'d> {
+    fn of(doc: &'d Document<&str>) -> Unwritten<'d> {
+        Unwritten {
+            links: doc.links(),
+            comments: doc.comments(),
+        }
+    }
+}
+
 /// `source[range]` as a reader reads it: each link inside it as its text
 /// (a destination's words are not what the text says; `skip`, a link
-/// left out); borrowed when no link is inside.
+/// left out), each comment as a space; borrowed when neither is inside.
 fn as_read<'a>(
     source: &'a str,
     range: &Range<usize>,
-    links: &[Link],
+    unwritten: Unwritten<'_>,
     skip: Option<&Link>,
 ) -> Cow<'a, str> {
     let (start, end) = (range.start, range.end);
-    // Links come in source order.
-    let first = links.partition_point(|l| l.range.start < start);
-    let inside = links[first..]
+    let within = |r: &Range<usize>| r.start >= start && r.end <= end;
+    let first = unwritten.links.partition_point(|l| l.range.start < start);
+    let links = unwritten.links[first..]
         .iter()
         .take_while(|l| l.range.start < end)
-        .filter(|l| l.range.end <= end);
+        .filter(|l| within(&l.range))
+        .map(|l| match skip {
+            Some(s) if s.range == l.range => (&l.range, " "),
+            _ => (&l.range, l.text.as_str()),
+        });
+    let first = unwritten.comments.partition_point(|c| c.start < start);
+    let comments = unwritten.comments[first..]
+        .iter()
+        .take_while(|c| c.start < end)
+        .filter(|c| within(c))
+        .map(|c| (c, " "));
+    let mut replaced: Vec<(&Range<usize>, &str)> = links.chain(comments).collect();
+    if replaced.is_empty() {
+        return Cow::Borrowed(&source[range.clone()]);
+    }
+    replaced.sort_by_key(|(r, _)| r.start);
     let mut out = String::new();
     let mut at = start;
-    for l in inside {
-        if l.range.start >= at {
-            out.push_str(&source[at..l.range.start]);
-            if skip.is_some_and(|s| s.range == l.range) {
-                out.push(' ');
-            } else {
-                out.push_str(&l.text);
-            }
-            at = l.range.end;
+    for (r, text) in replaced {
+        if r.start >= at {
+            out.push_str(&source[at..r.start]);
+            out.push_str(text);
+            at = r.end;
         }
-    }
-    if at == start {
-        return Cow::Borrowed(&source[range.clone()]);
     }
     out.push_str(&source[at..end]);
     Cow::Owned(out)
@@ -641,7 +683,7 @@ pub(crate) struct LookupResult {
 
 impl LookupResult {
     /// `ok` with `matches: N`, `total: N` (and `match: body`, `terms: any`,
-    /// `columns: lacks` when asked) and the table.
+    /// the `columns` asked) and the table.
     pub(crate) fn into_response(self, query: &LookupQuery) -> Response {
         let mut resp = Response::new(Status::Ok)
             .with_meta("matches", self.rows.len().to_string())
@@ -652,12 +694,17 @@ impl LookupResult {
         if query.any {
             resp = resp.with_meta("terms", "any");
         }
-        if query.lacks {
-            resp = resp.with_meta("columns", "lacks");
+        let columns: Vec<&str> = [(query.bytes, "bytes"), (query.lacks, "lacks")]
+            .into_iter()
+            .filter_map(|(asked, name)| asked.then_some(name))
+            .collect();
+        if !columns.is_empty() {
+            resp = resp.with_meta("columns", columns.join(", "));
         }
         resp.with_body(mark_proto::lookup::write(&LookupTable {
             mode: query.mode,
             rows: self.rows,
+            bytes_column: query.bytes,
             lacks_column: query.lacks,
         }))
     }
@@ -908,6 +955,7 @@ impl Catalog {
                 anchor: s.anchor,
                 heading: s.heading,
                 above: s.above,
+                bytes: u32::try_from(s.bytes).unwrap_or(u32::MAX),
             });
         }
         let mut links = Vec::new();
@@ -1129,6 +1177,9 @@ impl Catalog {
                 doc.title.clone(),
                 doc.tags.clone(),
             );
+            if query.bytes {
+                row.bytes = Some(r.section.map_or(doc.bytes, |s| u64::from(s.bytes)));
+            }
             if let Some(s) = r.section {
                 row.anchor = s.anchor.clone();
                 if let Some(h) = &s.heading {
@@ -1600,6 +1651,36 @@ mod tests {
             roadmap_rows("all", true),
             Vec::<String>::new(),
             "all words: no roadmap section holds `running`"
+        );
+    }
+
+    /// HTML comments are not read: their words find nothing and no snippet
+    /// shows them (the Node.js docs' `<!-- YAML added: v10.10.0 -->`).
+    #[test]
+    fn comments_are_neither_searched_nor_shown() {
+        let doc = "<!-- licence: harbourmaster -->\n# Dirent\n\n<!-- YAML\nadded: v10.10.0\n-->\n\n\
+                   Returns `true` for a block device. <!-- todo: quokka --> Done.\n";
+        let mut catalog = catalog_of([("/fs.md".to_string(), doc)]);
+        let mut rows = |query: &str| {
+            let query = LookupQuery::from_metadata(&meta(&[
+                ("query", query),
+                ("match", "body"),
+                ("terms", "any"),
+            ]))
+            .unwrap();
+            catalog
+                .search_indexed(&SafePath::root(), &query, &|_| true)
+                .unwrap()
+                .rows
+        };
+        for hidden in ["harbourmaster", "yaml added", "quokka"] {
+            assert!(rows(hidden).is_empty(), "{hidden}");
+        }
+        let found = rows("block device");
+        assert_eq!(found.len(), 1, "no preamble row: {found:?}");
+        assert_eq!(
+            found[0].snippet.as_deref(),
+            Some("Returns `true` for a block device. Done.")
         );
     }
 

@@ -562,6 +562,47 @@ fn any_word_rows_name_the_words_they_lack_when_asked() {
     );
 }
 
+/// #13: asked `columns: bytes`, each row says how many bytes its path
+/// fetches: a section with its subsections, a document whole.
+#[test]
+fn rows_size_what_they_fetch_when_asked() {
+    let s = Store::new();
+    let roadmap = "# Roadmap\n\nIntro.\n\n## Phase 1\n\nDone.\n\n### Notes\n\nReplay.\n\n## Phase 2\n\nNext.\n";
+    ok(&s.publish("/roadmap.md", roadmap));
+    let r = lookup(
+        &s,
+        "/",
+        &[
+            ("query", "phase replay"),
+            ("match", "body"),
+            ("terms", "any"),
+            ("columns", "bytes, lacks"),
+        ],
+    );
+    assert_eq!(r.meta("columns"), Some("bytes, lacks"), "echoed");
+    let t = table(&r);
+    assert!(t.bytes_column && t.lacks_column);
+    let size = |anchor: &str| {
+        t.rows
+            .iter()
+            .find(|row| row.anchor.as_deref() == Some(anchor))
+            .and_then(|row| row.bytes)
+    };
+    let phase_1 =
+        &roadmap[roadmap.find("## Phase 1").unwrap()..roadmap.find("## Phase 2").unwrap()];
+    assert_eq!(
+        size("phase-1"),
+        Some(phase_1.len() as u64),
+        "subsections included"
+    );
+    assert_eq!(size("phase-2"), Some("## Phase 2\n\nNext.\n".len() as u64));
+    let catalog = lookup(&s, "/", &[("query", "roadmap"), ("columns", "bytes")]);
+    assert_eq!(table(&catalog).rows[0].bytes, Some(roadmap.len() as u64));
+    let plain = lookup(&s, "/", &[("query", "roadmap")]);
+    assert!(!table(&plain).bytes_column);
+    assert!(table(&plain).rows.iter().all(|row| row.bytes.is_none()));
+}
+
 /// #13: the index a client builds from documents it fetched answers as
 /// the engine does over the same documents (one parser, index and ranking).
 #[test]

@@ -55,6 +55,7 @@ pub struct Document<S: AsRef<str>> {
     first_paragraph: Option<Range<usize>>,
     /// The inline `#tags` of the body, their `#` excluded, in order (repeats included).
     inline_tags: Vec<Range<usize>>,
+    comments: Vec<Range<usize>>,
     index: HeadingIndex,
 }
 
@@ -100,6 +101,7 @@ impl<S: AsRef<str>> Document<S> {
             blocks: scan.blocks,
             first_paragraph: scan.first_paragraph,
             inline_tags: scan.inline_tags,
+            comments: scan.comments,
             source,
         }
     }
@@ -231,6 +233,13 @@ impl<S: AsRef<str>> Document<S> {
     pub fn first_paragraph_range(&self) -> Option<Range<usize>> {
         self.first_paragraph.clone()
     }
+
+    /// The HTML comments (`<!-- … -->`, a block of its own or inline), in document
+    /// order: text a rendered page never shows (the Node.js docs keep their change
+    /// history in them).
+    pub fn comments(&self) -> &[Range<usize>] {
+        &self.comments
+    }
 }
 
 /// What the single pass over the events collects.
@@ -240,6 +249,7 @@ struct Scan {
     blocks: Vec<Block>,
     first_paragraph: Option<Range<usize>>,
     inline_tags: Vec<Range<usize>>,
+    comments: Vec<Range<usize>>,
 }
 
 fn scan(source: &str, body: Range<usize>) -> Scan {
@@ -260,6 +270,7 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
     // Plain text outside code and links, where inline tags live; adjacent runs joined.
     let mut text_runs: Vec<Range<usize>> = Vec::new();
     let mut code_blocks = 0usize;
+    let mut comments: Vec<Range<usize>> = Vec::new();
 
     let parser = Parser::new_ext(&source[body.clone()], parser_options());
     for (event, range) in parser.into_offset_iter() {
@@ -303,6 +314,16 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
                         open_links.push(Link::new(link_type, &dest_url, range.clone(), true));
                     }
                     Tag::CodeBlock(_) => code_blocks += 1,
+                    // A comment block ends on the line holding `-->`; a block
+                    // with anything else in it is shown, not a comment.
+                    Tag::HtmlBlock => {
+                        let html = source[range.clone()].trim();
+                        if html.starts_with("<!--")
+                            && html.find("-->").is_some_and(|end| end + 3 == html.len())
+                        {
+                            comments.push(range.clone());
+                        }
+                    }
                     _ => {}
                 }
                 containers.push(container);
@@ -339,6 +360,9 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
                     link.text.push_str(&text);
                 }
             }
+            Event::InlineHtml(html) if html.starts_with("<!--") && html.ends_with("-->") => {
+                comments.push(range);
+            }
             Event::SoftBreak | Event::HardBreak => {
                 if let Some(open) = heading.as_mut() {
                     open.text.push(' ');
@@ -359,6 +383,7 @@ fn scan(source: &str, body: Range<usize>) -> Scan {
         blocks: blocks.finish(),
         first_paragraph,
         inline_tags: tags::inline_tags(source, &text_runs),
+        comments,
     }
 }
 
@@ -703,6 +728,21 @@ after
         let doc = Document::parse(src);
         let range = doc.first_paragraph_range().unwrap();
         assert_eq!(&src[range], "The module does things.\nSecond line.");
+    }
+
+    #[test]
+    fn html_comments_are_found_as_blocks_and_inline() {
+        let src = "# T\n\n<!-- YAML\nadded: v10.10.0\n-->\n\nText <!-- note --> more.\n\n<div>shown</div>\n\n<!-- a --> then shown\n\n```\n<!-- code -->\n```\n";
+        let doc = Document::parse(src);
+        let comments: Vec<&str> = doc
+            .comments()
+            .iter()
+            .map(|r| src[r.clone()].trim_end())
+            .collect();
+        assert_eq!(
+            comments,
+            ["<!-- YAML\nadded: v10.10.0\n-->", "<!-- note -->"]
+        );
     }
 
     #[test]

@@ -80,4 +80,4 @@ pub use outline::{Outline, OutlineEntry, OutlineOptions};
 pub use paragraph::OPENING_PARAGRAPH_BYTES;
 pub use slug::slugify;
 pub use tags::tag_matches;
-pub use tokens::estimate_tokens;
+pub use tokens::{bytes_to_tokens, estimate_tokens};

@@ -19,7 +19,13 @@ pub fn estimate_tokens(text: &str) -> usize {
     bytes_to_tokens(text.len())
 }
 
-pub(crate) fn bytes_to_tokens(bytes: usize) -> usize {
+/// [`estimate_tokens`] of a text of `bytes` bytes, for a size known
+/// without the text (a LOOKUP row's section).
+///
+/// ```
+/// assert_eq!(markdown_slice::bytes_to_tokens(37), markdown_slice::estimate_tokens(&"x".repeat(37)));
+/// ```
+pub fn bytes_to_tokens(bytes: usize) -> usize {
     bytes.saturating_mul(10).div_ceil(37)
 }
 

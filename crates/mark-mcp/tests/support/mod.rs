@@ -97,10 +97,11 @@ pub fn pier_and_hosts() -> tempfile::TempDir {
 pub const PIER_QUERY: &str = "pier deploy work";
 
 /// How each row of a body lookup of [`PIER_QUERY`] over [`pier_and_hosts`]
-/// starts, in any order: each says which word it lacks.
+/// starts, in any order: each says which word it lacks, and its section's
+/// size when the server gave it.
 pub const PIER_ROWS: [&str; 2] = [
-    "/hosts.md#hosts · Hosts · lacks: pier · Hosts take",
-    "/pier.md#pier · Pier · lacks: work · Pier is",
+    "/hosts.md#hosts · Hosts · lacks: pier · ~15 tok · Hosts take",
+    "/pier.md#pier · Pier · lacks: work · ~10 tok · Pier is",
 ];
 
 /// The `/…` rows of a lookup result, in order.
@@ -342,8 +343,9 @@ impl Mcp {
     }
 
     /// Looks up [`PIER_QUERY`] with [`Mcp::lookup_body`] and asserts both
-    /// rows came, each saying which word it lacks.
-    pub async fn assert_pier_rows(&self) -> Reply {
+    /// rows came, each saying which word it lacks, and its size when
+    /// `sized` (a server that knows no columns of ours gives none).
+    pub async fn assert_pier_rows(&self, sized: bool) -> Reply {
         let r = self.lookup_body(PIER_QUERY).await;
         assert_eq!(
             (r.status(), r.field("match"), r.field("matches")),
@@ -351,7 +353,14 @@ impl Mcp {
             "{}",
             r.text
         );
-        assert_rows_start(&r, &PIER_ROWS);
+        let rows = PIER_ROWS.map(|row| match sized {
+            true => row.to_string(),
+            false => {
+                let (start, rest) = row.split_once(" · ~").unwrap();
+                format!("{start}{}", &rest[rest.find(" · ").unwrap()..])
+            }
+        });
+        assert_rows_start(&r, &rows.each_ref().map(String::as_str));
         r
     }
 
