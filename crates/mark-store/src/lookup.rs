@@ -1645,6 +1645,39 @@ mod tests {
         catalog
     }
 
+    /// [`catalog_of`] `docs` among `notes` unrelated notes, so that a word
+    /// is as rare as in a real corpus.
+    fn catalog_among_notes<'t>(
+        docs: impl IntoIterator<Item = (String, &'t str)>,
+        notes: usize,
+    ) -> Catalog {
+        let all: Vec<(String, String)> = docs
+            .into_iter()
+            .map(|(p, t)| (p, t.to_string()))
+            .chain((0..notes).map(|i| {
+                (
+                    format!("/note-{i}.md"),
+                    format!("# Note {i}\n\nSomething else.\n"),
+                )
+            }))
+            .collect();
+        catalog_of(all.iter().map(|(p, t)| (p.clone(), t.as_str())))
+    }
+
+    /// The rows of an any-word body LOOKUP of `query`, everything readable.
+    fn any_word_rows(catalog: &mut Catalog, query: &str) -> Vec<LookupRow> {
+        let query = LookupQuery::from_metadata(&meta(&[
+            ("query", query),
+            ("match", "body"),
+            ("terms", "any"),
+        ]))
+        .unwrap();
+        catalog
+            .search_indexed(&SafePath::root(), &query, &|_| true)
+            .unwrap()
+            .rows
+    }
+
     /// The roadmap's rows for `terms` (`any` or `all`), in rank order, with
     /// the hub readable or not.
     fn roadmap_rows(terms: &str, hub_readable: bool) -> Vec<String> {
@@ -1698,34 +1731,17 @@ mod tests {
         let index = "# Projects\n\n| project | current phase |\n|---|---|\n| Tidewatch | [Phase 8](tide/roadmap.md#phase-8--replay) |\n";
         let tide_roadmap = "---\nimportance: 1.0\n---\n# Tidewatch roadmap\n\n## Phase 8 — Replay\n\nCatch up after outages, phase by phase.\n";
         let estuary = "---\nimportance: 0.2\n---\n# Estuary\n\n## Now\n\nThe current phase of the work is Phase 6, the ensemble bands on the map, since June; the next one is the multilingual map.\n";
-        let notes: Vec<(String, String)> = (0..20)
-            .map(|i| {
-                (
-                    format!("/note-{i}.md"),
-                    format!("# Note {i}\n\nSomething else.\n"),
-                )
-            })
-            .collect();
-        let mut catalog = catalog_of(
+        let mut catalog = catalog_among_notes(
             [
                 ("/tide/index.md".to_string(), tide_hub),
                 ("/index.md".to_string(), index),
                 ("/tide/roadmap.md".to_string(), tide_roadmap),
                 ("/estuary.md".to_string(), estuary),
-            ]
-            .into_iter()
-            .chain(notes.iter().map(|(p, t)| (p.clone(), t.as_str()))),
+            ],
+            20,
         );
-        let query = LookupQuery::from_metadata(&meta(&[
-            ("query", "estuary current phase"),
-            ("match", "body"),
-            ("terms", "any"),
-        ]))
-        .unwrap();
-        let found = catalog
-            .search_indexed(&SafePath::root(), &query, &|_| true)
-            .unwrap();
-        let rows: Vec<String> = found.rows.iter().map(|r| r.target()).collect();
+        let found = any_word_rows(&mut catalog, "estuary current phase");
+        let rows: Vec<String> = found.iter().map(|r| r.target()).collect();
         let at = |target: &str| rows.iter().position(|r| r == target).unwrap();
         assert!(
             at("/estuary.md#now") < at("/tide/roadmap.md#phase-8--replay"),
@@ -1740,18 +1756,7 @@ mod tests {
         let doc = "<!-- licence: harbourmaster -->\n# Dirent\n\n<!-- YAML\nadded: v10.10.0\n-->\n\n\
                    Returns `true` for a block device. <!-- todo: quokka --> Done.\n";
         let mut catalog = catalog_of([("/fs.md".to_string(), doc)]);
-        let mut rows = |query: &str| {
-            let query = LookupQuery::from_metadata(&meta(&[
-                ("query", query),
-                ("match", "body"),
-                ("terms", "any"),
-            ]))
-            .unwrap();
-            catalog
-                .search_indexed(&SafePath::root(), &query, &|_| true)
-                .unwrap()
-                .rows
-        };
+        let mut rows = |query: &str| any_word_rows(&mut catalog, query);
         for hidden in ["harbourmaster", "yaml added", "quokka"] {
             assert!(rows(hidden).is_empty(), "{hidden}");
         }
@@ -1768,34 +1773,18 @@ mod tests {
         let roadmap = "---\nimportance: 1.0\n---\n# Driftwood roadmap\n\nDriftwood phases, \
                        appended in order. The Driftwood hub names the running one.\n";
         let hub = "---\nimportance: 0.2\n---\n# Driftwood\n\nThe archive project.\n";
-        // Other notes, so that a heading is as rare as in a real corpus.
-        let notes: Vec<(String, String)> = (0..30)
-            .map(|i| {
-                (
-                    format!("/note-{i}.md"),
-                    format!("# Note {i}\n\nSomething else.\n"),
-                )
-            })
-            .collect();
-        let mut catalog = catalog_of(
+        let mut catalog = catalog_among_notes(
             [
                 ("/roadmap.md".to_string(), roadmap),
                 ("/hub.md".to_string(), hub),
-            ]
-            .into_iter()
-            .chain(notes.iter().map(|(p, t)| (p.clone(), t.as_str()))),
+            ],
+            30,
         );
         let mut rows = |query: &str| -> Vec<String> {
-            let query = LookupQuery::from_metadata(&meta(&[
-                ("query", query),
-                ("match", "body"),
-                ("terms", "any"),
-            ]))
-            .unwrap();
-            let found = catalog
-                .search_indexed(&SafePath::root(), &query, &|_| true)
-                .unwrap();
-            found.rows.iter().map(|r| r.path.clone()).collect()
+            any_word_rows(&mut catalog, query)
+                .iter()
+                .map(|r| r.path.clone())
+                .collect()
         };
         assert_eq!(rows("driftwood"), ["/hub.md", "/roadmap.md"]);
         assert_eq!(
