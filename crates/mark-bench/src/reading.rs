@@ -33,10 +33,19 @@ impl LookupHit {
     }
 }
 
+/// The part of a `mark_lookup` result that holds its rows: the body up to
+/// the first section `read` appended (whose text may hold lines that look
+/// like rows: a `// …` code line).
+pub fn lookup_rows_part(text: &str) -> &str {
+    let body = body(text);
+    body.split_once("\n=== read ")
+        .map_or(body, |(rows, _)| rows)
+}
+
 /// The rows of a `mark_lookup` result (`url · Doc › Heading · snippet`),
 /// in rank order.
 pub fn lookup_hits(text: &str) -> Vec<LookupHit> {
-    body(text)
+    lookup_rows_part(text)
         .lines()
         .filter(|l| l.starts_with('/'))
         .filter_map(|l| {
@@ -177,6 +186,14 @@ mod tests {
         assert_eq!(hits[0].path(), "/shared/glossary.md");
         assert_eq!(hits[0].title, "Glossary › station_id (0.90) [glossary]");
         assert_eq!(hits[1].title, "A | B (0.50)");
+        let with_read = format!(
+            "{LOOKUP}\n=== read /a.md ===\nstatus: ok\n\n/etc/hosts · a path in the text\n"
+        );
+        assert_eq!(
+            lookup_hits(&with_read),
+            hits,
+            "a read section's lines are not rows"
+        );
     }
 
     #[test]

@@ -66,11 +66,10 @@ fn step(names: usize) -> usize {
     (names / QUERIES).max(1)
 }
 
-/// The rows of one `mark_lookup` result text: before the first read
-/// section (whose code may hold `// …` lines).
+/// The rows of one `mark_lookup` result text.
 fn rows(text: &str) -> impl Iterator<Item = &str> {
-    let rows = text.split("\n=== read ").next().unwrap_or(text);
-    rows.lines()
+    crate::reading::lookup_rows_part(text)
+        .lines()
         .filter(|l| l.starts_with('/') || l.starts_with("| /"))
 }
 

@@ -81,13 +81,9 @@ async fn a_repeated_first_page_names_the_pages_sent_and_the_next_cursor() {
         assert_eq!(r.status(), "ok", "{}", r.text);
         cursor = cursor_in(r.body());
     }
-    let whole = mcp.call("mark_fetch", full).await;
-    assert_eq!(whole.status(), "unchanged", "{}", whole.text);
-    assert!(
-        whole.body().starts_with("unchanged since "),
-        "{}",
-        whole.text
-    );
+    mcp.call("mark_fetch", full)
+        .await
+        .assert_unchanged("unchanged since ");
     mcp.stop().await;
 }
 

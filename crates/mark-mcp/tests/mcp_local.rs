@@ -184,12 +184,7 @@ async fn dedup_within_and_across_sessions() {
 
     // The same slice again: one line, no body.
     let again = mcp.fetch("/small.md").await;
-    assert_eq!(again.status(), "unchanged", "{}", again.text);
-    assert!(
-        again.body().starts_with("unchanged since "),
-        "{}",
-        again.text
-    );
+    again.assert_unchanged("unchanged since ");
     assert!(again.body().contains("force=true to re-read") && !again.body().contains("ferry"));
     assert_eq!(
         (again.field("size"), again.field("title")),
@@ -506,13 +501,9 @@ async fn a_lookup_whose_read_is_an_outline_is_unchanged_the_second_time() {
     // and a fetch of the section says the outline is unchanged.
     let again = mcp.call("mark_lookup", ask).await;
     assert_eq!(again.status(), "unchanged", "{}", again.text);
-    let fetched = mcp.fetch("/large.md#harbour-handbook").await;
-    assert_eq!(fetched.status(), "unchanged", "{}", fetched.text);
-    assert!(
-        fetched.body().starts_with("outline unchanged since v1"),
-        "{}",
-        fetched.text
-    );
+    mcp.fetch("/large.md#harbour-handbook")
+        .await
+        .assert_unchanged("outline unchanged since v1");
     mcp.stop().await;
 }
 

@@ -336,11 +336,12 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|v| (0.0..=1.0).contains(v))
         .unwrap_or(DEFAULT_IMPORTANCE);
-    let links = section_links(path, source, Unwritten::of(&doc), &title);
+    let unwritten = Unwritten::of(&doc);
+    let links = section_links(path, source, unwritten, &title);
     let headings = doc.headings();
     let mut sections = Vec::with_capacity(headings.len() + 1);
     // A preamble of a comment alone (a licence header) has nothing to read.
-    let preamble = as_read(source, &doc.preamble_range(), Unwritten::of(&doc), None);
+    let preamble = as_read(source, &doc.preamble_range(), unwritten, None);
     if word_spans(&preamble).next().is_some() {
         sections.push(ParsedSection {
             anchor: None,
@@ -368,12 +369,7 @@ fn parse_document<'a>(path: &SafePath, source: &'a str) -> Parsed<'a> {
             heading: Some(h.text.clone()),
             trail: above.join(" "),
             above: shown.join(" › "),
-            text: as_read(
-                source,
-                &(h.line.end.min(own_end)..own_end),
-                Unwritten::of(&doc),
-                None,
-            ),
+            text: as_read(source, &(h.line.end.min(own_end)..own_end), unwritten, None),
             bytes: h.section.len(),
         });
     }
@@ -1192,8 +1188,9 @@ impl Catalog {
                     // A catalog row holds every word.
                     if let Some(address) = r.address {
                         let held = index.held_words(&searcher, address, words)?;
-                        let held = held.iter().filter(|h| **h).count();
-                        r.score *= (held + 1) as f64 / (words.len() + 1) as f64;
+                        let count = held.iter().filter(|h| **h).count();
+                        r.score *= (count + 1) as f64 / (words.len() + 1) as f64;
+                        r.held = Some(held);
                     }
                 }
                 ranked.sort_by(Ranked::order);
@@ -1237,7 +1234,10 @@ impl Catalog {
             if let (true, Terms::Words(words), Some(address)) =
                 (query.lacks, &query.terms, r.address)
             {
-                let held = index.held_words(&searcher, address, words)?;
+                let held = match r.held {
+                    Some(held) => held,
+                    None => index.held_words(&searcher, address, words)?,
+                };
                 row.lacks = words
                     .iter()
                     .zip(held)
@@ -1388,6 +1388,9 @@ struct Ranked<'a> {
     address: Option<DocAddress>,
     doc: &'a IndexedDoc,
     section: Option<&'a SectionInfo>,
+    /// Which query words it holds, once the coordination asked (kept for
+    /// its `Lacks` cell).
+    held: Option<Vec<bool>>,
 }
 
 impl<'a> Ranked<'a> {
@@ -1406,6 +1409,7 @@ impl<'a> Ranked<'a> {
             address,
             doc,
             section,
+            held: None,
         }
     }
 

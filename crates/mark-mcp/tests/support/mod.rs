@@ -104,18 +104,9 @@ pub const PIER_ROWS: [&str; 2] = [
     "/pier.md#pier · Pier · lacks: work · ~10 tok · Pier is",
 ];
 
-/// The `/…` rows of a lookup result, in order.
-pub fn lookup_rows(reply: &Reply) -> Vec<&str> {
-    reply
-        .body()
-        .lines()
-        .filter(|l| l.starts_with('/'))
-        .collect()
-}
-
 /// Asserts that `reply` holds one row starting with each of `rows`.
 pub fn assert_rows_start(reply: &Reply, rows: &[&str]) {
-    let shown = lookup_rows(reply);
+    let shown = reply.rows();
     assert_eq!(shown.len(), rows.len(), "{}", reply.text);
     for row in rows {
         assert!(
@@ -243,9 +234,14 @@ impl Reply {
     pub fn body(&self) -> &str {
         body(&self.text)
     }
-    /// A lookup's rows: the body's lines that start with a url.
+    /// A lookup's rows, in order: the body's lines that start with a url,
+    /// before the sections `read` appended.
     pub fn rows(&self) -> Vec<&str> {
-        self.body().lines().filter(|l| l.starts_with('/')).collect()
+        let body = self.body();
+        let rows = body
+            .split_once("\n=== read ")
+            .map_or(body, |(rows, _)| rows);
+        rows.lines().filter(|l| l.starts_with('/')).collect()
     }
     /// Asserts a read's result: `ok`, the whole document (`mode: full`).
     #[track_caller]
@@ -256,6 +252,12 @@ impl Reply {
             "{}",
             self.text
         );
+    }
+    /// Asserts an `unchanged` answer whose text starts with `start`.
+    #[track_caller]
+    pub fn assert_unchanged(&self, start: &str) {
+        assert_eq!(self.status(), "unchanged", "{}", self.text);
+        assert!(self.body().starts_with(start), "{}", self.text);
     }
     /// Asserts a write's result: `created`, as version `version`.
     #[track_caller]
