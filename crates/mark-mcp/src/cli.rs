@@ -170,7 +170,9 @@ pub enum HookCommand {
     /// SessionStart: print Claude Code's hook JSON with the root document's
     /// card (/index.md, else /README.md, else the root listing); after a
     /// compaction or clear, also tell this session's mark-mcp to forget what
-    /// it delivered. Reads the hook's JSON on stdin.
+    /// it delivered. Reads the hook's JSON on stdin; without --source and
+    /// --pin it takes the plugin's options from CLAUDE_PLUGIN_OPTION_SOURCE
+    /// and CLAUDE_PLUGIN_OPTION_PIN. Ends within 5 s whatever the source does.
     SessionStart,
 }
 
@@ -231,9 +233,9 @@ impl Cli {
                     time_budget: self.crawl_time,
                     max_in_flight: usize::from(self.crawl_concurrency),
                 },
-                // A hook answers at once, whatever the size of the source.
+                // A hook answers within its deadline, whatever the size of the source.
                 wait: if matches!(self.verb, Some(Verb::Hook { .. })) {
-                    Duration::ZERO
+                    crate::hook::HOOK_CRAWL_WAIT
                 } else {
                     self.crawl_wait
                 },

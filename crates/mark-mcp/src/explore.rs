@@ -149,6 +149,28 @@ pub async fn explore_watched(
     now: Instant,
     watcher: &dyn CrawlWatcher,
 ) -> ToolText {
+    explore_card(session, params, now, watcher, ShowBacklinks::Always).await
+}
+
+/// Whether a card shows its backlinks part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShowBacklinks {
+    /// Always, saying how complete the graph is (every tool call).
+    Always,
+    /// Only when the graph is complete, else nothing about backlinks at
+    /// all (the SessionStart hook, which cannot wait for a crawl).
+    OnlyComplete,
+}
+
+/// [`explore_watched`], choosing whether an incomplete graph's backlinks
+/// are shown.
+pub async fn explore_card(
+    session: &Session,
+    params: ExploreParams,
+    now: Instant,
+    watcher: &dyn CrawlWatcher,
+    backlinks: ShowBacklinks,
+) -> ToolText {
     let target = match session.resolve_argument(&params.url, now, watcher).await {
         Ok(t) => t,
         Err(e) => return ToolText::error(e),
@@ -169,7 +191,7 @@ pub async fn explore_watched(
         }
     };
     match cursor {
-        None => card(session, &path, params.force, now, watcher).await,
+        None => card(session, &path, params.force, now, watcher, backlinks).await,
         Some(c) => page(session, &path, c, params.force, now, watcher).await,
     }
 }
@@ -610,6 +632,7 @@ async fn card(
     force: bool,
     now: Instant,
     watcher: &dyn CrawlWatcher,
+    show_backlinks: ShowBacklinks,
 ) -> ToolText {
     let dir = parent_dir(path);
     let (request_path, request_dir) = (wire_path(path), wire_path(dir));
@@ -679,13 +702,15 @@ async fn card(
     text.push_str(&format!("\n## Outbound links ({})\n", links.len()));
     text.push_str(&fit(&links, Part::Links, 0, CARD_LINES, links_bytes));
 
-    text.push_str(&format!("\n{backlinks_heading}\n"));
-    let note_line = view.progress.note();
-    let room = CARD_LINES - usize::from(note_line.is_some());
-    text.push_str(&fit(&backlinks, Part::Backlinks, 0, room, backlinks_bytes));
-    if let Some(n) = note_line {
-        text.push_str(&n);
-        text.push('\n');
+    if show_backlinks == ShowBacklinks::Always || view.coverage.complete {
+        text.push_str(&format!("\n{backlinks_heading}\n"));
+        let note_line = view.progress.note();
+        let room = CARD_LINES - usize::from(note_line.is_some());
+        text.push_str(&fit(&backlinks, Part::Backlinks, 0, room, backlinks_bytes));
+        if let Some(n) = note_line {
+            text.push_str(&n);
+            text.push('\n');
+        }
     }
 
     text.push_str(&format!(

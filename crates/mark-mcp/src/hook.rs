@@ -1,30 +1,33 @@
-//! Claude Code's SessionStart hook (`mark-mcp hook session-start`) and the
-//! context-reset marker it leaves for the running MCP server.
+//! Claude Code's SessionStart hook (`mark-mcp hook session-start`).
 //!
 //! The hook prints Claude Code's hook JSON holding the root document's card
 //! (`/index.md`, else `/README.md`, else the root listing), at most
-//! [`CONTEXT_BYTES`]. It never waits for a crawl, so it answers at once
-//! whatever the size of the knowledge base.
+//! [`CONTEXT_BYTES`]. It has one deadline for all of it, [`HOOK_DEADLINE`]
+//! (well under the `timeout` in `hooks.json`): the first failure of the
+//! source (a timeout, a refused connection) or the deadline ends it with
+//! one line, and the session starts without a card. It waits for the link
+//! graph at most [`HOOK_CRAWL_WAIT`] and shows backlinks only when the graph
+//! is complete, so it never says anything about backlinks it did not wait
+//! for. It never searches, so it never builds or writes a search index.
 //!
-//! After a compaction or a clear the model no longer holds what it read, so
-//! the session's mark-mcp must stop answering `unchanged` for it. Claude Code
-//! tells only its hooks (stdin `source: compact|clear`), but it starts both
-//! the hook and the plugin's MCP server as its own children with the same
-//! `CLAUDE_PLUGIN_DATA`. So the hook touches
-//! `$CLAUDE_PLUGIN_DATA/context-reset/<Claude Code's pid>`, and the server
-//! (whose parent is that process) looks at the same file before each read
-//! tool call: a newer modification time means "forget every delivery".
-//! Outside a plugin (no `CLAUDE_PLUGIN_DATA`) only `--dedup-ttl` applies.
+//! After a compaction or `/clear` (stdin `source: compact|clear`) it tells
+//! the running MCP server to forget what it delivered: see
+//! [`crate::context_reset`].
+//!
+//! As a plugin's hook it takes the plugin's options from the environment
+//! Claude Code gives it (`CLAUDE_PLUGIN_OPTION_SOURCE`,
+//! `CLAUDE_PLUGIN_OPTION_PIN`) when `--source` and `--pin` are not given: a
+//! hook that named an unset option as `${user_config.pin}` would not run at
+//! all (see [`plugin_options`]).
 
 use crate::bound::fit;
+use crate::crawl::Unwatched;
 use crate::envelope::ToolText;
-use crate::explore::{ExploreParams, explore};
+use crate::explore::{ExploreParams, ShowBacklinks, explore_card};
 use crate::list::{ListParams, list};
 use crate::session::Session;
 use std::io::{IsTerminal, Read};
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// The root card's bound, hook text included.
 pub const CONTEXT_BYTES: usize = 2048;
@@ -68,23 +71,38 @@ pub fn stdin_event() -> HookEvent {
         .unwrap_or_default()
 }
 
-/// The SessionStart hook: leaves the context-reset marker when the model
-/// lost its context, and answers with the hook JSON (the result's text).
+/// The whole hook's deadline: source requests, crawl wait and all.
+pub const HOOK_DEADLINE: Duration = Duration::from_secs(5);
+/// The longest the hook waits for the link graph (within the deadline).
+pub const HOOK_CRAWL_WAIT: Duration = Duration::from_secs(1);
+
+/// The SessionStart hook: tells the running server to forget its
+/// deliveries when the model lost its context, and answers with the hook
+/// JSON (the result's text).
 pub async fn session_start(session: &Session, event: &HookEvent, now: Instant) -> ToolText {
-    if event.drops_context()
-        && let Some(marker) = ContextReset::marker_for_hook()
-        && let Err(e) = touch(&marker)
-    {
-        tracing::warn!(marker = %marker.display(), "could not leave the context-reset marker: {e}");
+    if event.drops_context() {
+        match crate::context_reset::signal() {
+            Ok(told) => tracing::debug!(told, "context reset signalled"),
+            Err(e) => {
+                tracing::warn!("could not tell the running mark-mcp about the context reset: {e}")
+            }
+        }
     }
-    let card = root_card(session, now).await;
-    let lead = format!(
-        "Knowledge base served by mark-mcp ({}); the mark skill says how to read it. Its root:\n\n",
-        session.source().describe()
-    );
-    let room = CONTEXT_BYTES.saturating_sub(lead.len());
-    let mut context = lead;
-    context.push_str(&cut(&card.render(), room));
+    let about = session.source().describe();
+    let context = match tokio::time::timeout(HOOK_DEADLINE, root_card(session, now)).await {
+        Ok(Ok(card)) => {
+            let lead = format!(
+                "Knowledge base served by mark-mcp ({about}); the mark skill says how to read it. Its root:\n\n"
+            );
+            let room = CONTEXT_BYTES.saturating_sub(lead.len());
+            format!("{lead}{}", cut(&card.render(), room))
+        }
+        Ok(Err(failure)) => failure_line(&about, &failure),
+        Err(_) => failure_line(
+            &about,
+            &format!("no answer within {}s", HOOK_DEADLINE.as_secs()),
+        ),
+    };
     let json = serde_json::json!({
         "hookSpecificOutput": {
             "hookEventName": "SessionStart",
@@ -94,16 +112,41 @@ pub async fn session_start(session: &Session, event: &HookEvent, now: Instant) -
     ToolText::new("ok").with_text(format!("{json}\n"))
 }
 
-/// The card of the first root document there is, else the root listing.
-async fn root_card(session: &Session, now: Instant) -> ToolText {
+/// The one line the model (and, on stderr, the person) gets when the source
+/// failed at session start.
+fn failure_line(about: &str, failure: &str) -> String {
+    let what = format!(
+        "could not read the knowledge base ({about}) at session start: {}",
+        crate::envelope::one_line(failure, 300)
+    );
+    eprintln!("mark-mcp: {what}");
+    cut(
+        &format!("mark-mcp {what}. The mark tools will say more when called."),
+        CONTEXT_BYTES,
+    )
+}
+
+/// The card of the first root document there is, else the root listing;
+/// `Err` with the source's one-line failure at the first one (a timeout, a
+/// refused connection), without trying the others.
+async fn root_card(session: &Session, now: Instant) -> Result<ToolText, String> {
     for url in ROOT_DOCUMENTS {
         let params = ExploreParams {
             url: url.to_string(),
             ..ExploreParams::default()
         };
-        let card = explore(session, params, now).await;
-        if card.status == "ok" {
-            return card;
+        let card = explore_card(
+            session,
+            params,
+            now,
+            &Unwatched,
+            ShowBacklinks::OnlyComplete,
+        )
+        .await;
+        match card.status.as_str() {
+            "ok" => return Ok(card),
+            "not-found" => continue,
+            _ => return Err(card.text),
         }
     }
     let listing = list(
@@ -114,7 +157,27 @@ async fn root_card(session: &Session, now: Instant) -> ToolText {
         },
     )
     .await;
-    fit(listing, CONTEXT_BYTES)
+    if listing.is_error {
+        return Err(listing.text);
+    }
+    Ok(fit(listing, CONTEXT_BYTES))
+}
+
+/// Fills `source` and `pin` from the plugin options Claude Code hands its
+/// hooks (`CLAUDE_PLUGIN_OPTION_SOURCE`, `CLAUDE_PLUGIN_OPTION_PIN`) where
+/// the command line gave none; an empty or unset option stays unset.
+pub fn plugin_options(source: &mut Option<String>, pin: &mut Option<String>) {
+    let option = |key: &str| {
+        std::env::var(format!("CLAUDE_PLUGIN_OPTION_{key}"))
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+    };
+    if source.is_none() {
+        *source = option("SOURCE");
+    }
+    if pin.is_none() {
+        *pin = option("PIN");
+    }
 }
 
 /// `text` cut at a line end to at most `max` bytes, saying so.
@@ -126,78 +189,6 @@ fn cut(text: &str, max: usize) -> String {
     let end = text.floor_char_boundary(max.saturating_sub(MORE.len()));
     let end = text[..end].rfind('\n').map_or(end, |i| i + 1);
     format!("{}{MORE}", &text[..end])
-}
-
-fn touch(path: &Path) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    std::fs::write(path, format!("{nanos}\n"))
-}
-
-/// The running server's view of the context-reset marker.
-#[derive(Debug)]
-pub struct ContextReset {
-    marker: PathBuf,
-    /// The marker's modification time when last looked at.
-    seen: Mutex<Option<SystemTime>>,
-}
-
-impl ContextReset {
-    fn marker(data: &Path, claude_pid: u32) -> PathBuf {
-        data.join("context-reset").join(claude_pid.to_string())
-    }
-
-    /// The marker a hook leaves: Claude Code's pid is `CLAUDE_PID` (else the
-    /// hook's parent). None outside a plugin.
-    fn marker_for_hook() -> Option<PathBuf> {
-        let data = std::env::var_os("CLAUDE_PLUGIN_DATA")?;
-        let pid = std::env::var("CLAUDE_PID")
-            .ok()
-            .and_then(|p| p.parse().ok())
-            .or_else(parent_pid)?;
-        Some(ContextReset::marker(Path::new(&data), pid))
-    }
-
-    /// For the MCP server a plugin started (its parent is Claude Code); None
-    /// outside a plugin. A marker already there is old news.
-    pub fn for_server() -> Option<ContextReset> {
-        let data = std::env::var_os("CLAUDE_PLUGIN_DATA")?;
-        let marker = ContextReset::marker(Path::new(&data), parent_pid()?);
-        let seen = modified(&marker);
-        Some(ContextReset {
-            marker,
-            seen: Mutex::new(seen),
-        })
-    }
-
-    /// Whether the marker was touched since the last look (one `stat`).
-    pub fn take(&self) -> bool {
-        let now = modified(&self.marker);
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        if now.is_some() && now != *seen {
-            *seen = now;
-            return true;
-        }
-        false
-    }
-}
-
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-#[cfg(unix)]
-fn parent_pid() -> Option<u32> {
-    Some(std::os::unix::process::parent_id())
-}
-
-#[cfg(not(unix))]
-fn parent_pid() -> Option<u32> {
-    None
 }
 
 #[cfg(test)]
@@ -212,20 +203,6 @@ mod tests {
         assert!(event("compact").drops_context() && event("clear").drops_context());
         assert!(!event("startup").drops_context() && !event("resume").drops_context());
         assert!(!HookEvent::default().drops_context());
-    }
-
-    #[test]
-    fn a_touched_marker_is_taken_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let marker = ContextReset::marker(dir.path(), 42);
-        let reset = ContextReset {
-            marker: marker.clone(),
-            seen: Mutex::new(modified(&marker)),
-        };
-        assert!(!reset.take(), "no marker yet");
-        touch(&marker).unwrap();
-        assert!(reset.take());
-        assert!(!reset.take(), "the same touch counts once");
     }
 
     #[test]

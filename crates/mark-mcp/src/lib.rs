@@ -20,6 +20,7 @@
 pub mod bound;
 pub mod cache;
 pub mod cli;
+pub mod context_reset;
 pub mod crawl;
 pub mod dedup;
 pub mod demo;

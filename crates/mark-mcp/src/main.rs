@@ -76,6 +76,9 @@ async fn run(mut cli: Cli) -> ExitCode {
         }
         _ => {}
     }
+    if matches!(cli.verb, Some(Verb::Hook { .. })) {
+        mark_mcp::hook::plugin_options(&mut cli.source, &mut cli.pin);
+    }
     let source = match sources::from_cli(&cli) {
         Ok(s) => s,
         Err(e) => {

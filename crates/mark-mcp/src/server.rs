@@ -2,10 +2,10 @@
 //! are thin adapters over the library functions (one per capability).
 
 use crate::bound::fit;
+use crate::context_reset::ContextReset;
 use crate::envelope::ToolText;
 use crate::explore::{ExploreParams, McpWatcher, explore_watched};
 use crate::fetch::{FetchParams, fetch};
-use crate::hook::ContextReset;
 use crate::list::{ListParams, list};
 use crate::lookup::{LookupParams, lookup_watched};
 use crate::outbox::{DeliveryTransport, Outbox, collect};

@@ -129,11 +129,63 @@ fn session_start_prints_the_root_card_within_2_s_whatever_the_size() {
     }
 }
 
+/// The plugin's hook command as `hooks.json` has it (exec form: the
+/// executable and its arguments, no option placeholder that can be unset).
+fn plugin_hook_command() -> (String, Vec<String>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../integrations/claude-code/mark/hooks/hooks.json");
+    let hooks: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let hook = &hooks["hooks"]["SessionStart"][0]["hooks"][0];
+    let args: Vec<String> = hook["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        !args.iter().any(|a| a.contains("${")),
+        "a placeholder of an unset option stops the hook from running: {args:?}"
+    );
+    (hook["command"].as_str().unwrap().to_string(), args)
+}
+
+/// How Claude Code might start the hook: directly (exec form), or through
+/// each shell, which then stays the hook's parent (`; exit $?` keeps a shell
+/// from replacing itself with the command).
+fn hook_launchers() -> Vec<(&'static str, Vec<String>)> {
+    let (command, args) = plugin_hook_command();
+    let line = format!("{command} {}; exit $?", args.join(" "));
+    let mut out = vec![("exec form", [vec![command], args].concat())];
+    for shell in ["dash", "bash", "zsh"] {
+        let found = Command::new(shell).args(["-c", "exit 0"]).status().is_ok();
+        // CI installs all three (.ci/run); elsewhere a missing one is skipped.
+        assert!(
+            found || std::env::var_os("CI").is_none(),
+            "{shell} is not installed"
+        );
+        if found {
+            out.push((shell, vec![shell.to_string(), "-c".into(), line.clone()]));
+        } else {
+            eprintln!("skipped: {shell} is not installed");
+        }
+    }
+    out
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_a_compaction_the_running_server_delivers_text_again() {
+async fn after_a_compaction_or_clear_the_running_server_delivers_text_again_however_the_hook_is_started()
+ {
     let data = tempfile::tempdir().unwrap();
     let data_dir = data.path().display().to_string();
     let root = kb().display().to_string();
+    // `mark-mcp` on the PATH, as the plugin runs it.
+    let bin_dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(bin(), bin_dir.path().join("mark-mcp")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     // As Claude Code starts a plugin's server: CLAUDE_PLUGIN_DATA set, and
     // this process (standing in for Claude Code) is its parent.
     let mut cmd = tokio::process::Command::new(bin());
@@ -151,32 +203,136 @@ async fn after_a_compaction_the_running_server_delivers_text_again() {
     assert_eq!(mcp.fetch("/small.md").await.status(), "ok");
     assert_eq!(mcp.fetch("/small.md").await.status(), "unchanged");
 
-    // A startup hook forgets nothing; a compact hook does.
-    let pid = std::process::id().to_string();
-    let env = [
-        ("CLAUDE_PLUGIN_DATA", data_dir.as_str()),
-        ("CLAUDE_PID", pid.as_str()),
-    ];
-    let hook = |source: &str| {
+    // The hook as a plugin install leaves it: the source from the plugin's
+    // option variable, no pin, and no CLAUDE_PID (not relied on).
+    let hook = |launcher: &[String], source: &str| {
         let stdin =
             json!({"session_id": "s1", "hook_event_name": "SessionStart", "source": source});
-        let (out, ok) = run_with(
-            &["--source", &root, "hook", "session-start"],
-            &stdin.to_string(),
-            &env,
+        let mut child = Command::new(&launcher[0])
+            .args(&launcher[1..])
+            .env_remove("MARK_TOKEN")
+            .env_remove("CLAUDE_PID")
+            .env_remove("CLAUDE_PLUGIN_OPTION_PIN")
+            .env("PATH", &path)
+            .env("CLAUDE_PLUGIN_DATA", &data_dir)
+            .env("CLAUDE_PLUGIN_OPTION_SOURCE", &root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(out.status.success(), "{launcher:?}: {stdout}");
+        assert!(
+            hook_context(&stdout).contains("Its root:"),
+            "{launcher:?}: {stdout}"
         );
-        assert!(ok, "{out}");
     };
-    hook("startup");
-    assert_eq!(mcp.fetch("/small.md").await.status(), "unchanged");
-    hook("compact");
-    let again = mcp.fetch("/small.md").await;
-    assert_eq!(again.status(), "ok", "{}", again.text);
-    again.assert_full();
-    assert_eq!(mcp.fetch("/small.md").await.status(), "unchanged");
-    hook("clear");
-    assert_eq!(mcp.fetch("/small.md").await.status(), "ok");
+    for (name, launcher) in hook_launchers() {
+        hook(&launcher, "startup");
+        assert_eq!(
+            mcp.fetch("/small.md").await.status(),
+            "unchanged",
+            "{name}: startup forgets nothing"
+        );
+        for source in ["compact", "clear"] {
+            hook(&launcher, source);
+            let again = mcp.fetch("/small.md").await;
+            assert_eq!(again.status(), "ok", "{name}, {source}: {}", again.text);
+            again.assert_full();
+            assert_eq!(
+                mcp.fetch("/small.md").await.status(),
+                "unchanged",
+                "{name}, {source}: once"
+            );
+        }
+    }
+    // Each reset took its marker; only the live server's registration is left.
+    let left: Vec<String> = std::fs::read_dir(data.path().join("context-reset"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(!left[0].ends_with(".reset"), "{left:?}");
     mcp.stop().await;
+    let registrations = data.path().join("context-reset");
+    let ended = Instant::now();
+    while std::fs::read_dir(&registrations).unwrap().count() > 0 {
+        assert!(
+            ended.elapsed() < Duration::from_secs(5),
+            "an ended server removes its registration"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[test]
+fn the_hook_ends_within_its_deadline_with_one_line_on_a_stalled_server() {
+    // A UDP socket that never answers: the QUIC handshake stalls.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let url = format!("mark://{}", silent.local_addr().unwrap());
+    let index_dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let mut child = Command::new(bin())
+        .args([
+            "--source",
+            &url,
+            "--pin",
+            &format!("sha256:{}", "0".repeat(64)),
+            "--index-dir",
+            &index_dir.path().display().to_string(),
+            "hook",
+            "session-start",
+        ])
+        .env_remove("MARK_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = loop {
+        if child.try_wait().unwrap().is_some() {
+            break child.wait_with_output().unwrap();
+        }
+        if started.elapsed() > Duration::from_secs(9) {
+            child.kill().unwrap();
+            panic!("the hook is still running after 9 s (the hooks.json timeout is 10 s)");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(7),
+        "one deadline of 5 s for the whole hook: {took:?}"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let context = hook_context(&stdout);
+    assert!(
+        context.starts_with("mark-mcp could not read the knowledge base")
+            && !context.contains('\n'),
+        "one line: {context}"
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("mark-mcp: "))
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(index_dir.path()).unwrap().count(),
+        0,
+        "the hook never writes a search index"
+    );
 }
 
 /// The plugin's skill names only tools, parameters (and their values) and
