@@ -558,47 +558,94 @@ fn more_headings(left: usize, all: usize) -> String {
 /// an anchor (`mark_fetch` re-slugs heading text), which the first line says.
 fn heading_names(entries: &[OutlineEntry], max_bytes: usize) -> String {
     // A name that would find an earlier namesake (the second `Setup`) comes as its anchor.
-    let names = entries.iter().filter_map(|e| match e {
-        OutlineEntry::Heading {
-            depth: 0,
-            text,
-            by_name,
-            anchor,
-            ..
-        } => match (by_name, anchor) {
-            (true, _) => Some(text.clone()),
-            (false, Some(anchor)) => Some(format!("#{anchor}")),
-            (false, None) => None,
-        },
-        _ => None,
-    });
+    let names: Vec<(String, Option<&str>)> = entries
+        .iter()
+        .filter_map(|e| match e {
+            OutlineEntry::Heading {
+                depth: 0,
+                text,
+                by_name,
+                anchor,
+                ..
+            } => match (by_name, anchor) {
+                (true, _) => Some((label(text, LABEL_BYTES), anchor.as_deref())),
+                (false, Some(anchor)) => Some((
+                    label(&format!("#{anchor}"), LABEL_BYTES),
+                    Some(anchor.as_str()),
+                )),
+                (false, None) => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let all = entries.len();
+    let whole = names_lines(names.iter().map(|(n, _)| n.clone()));
+    if whole.len() <= max_bytes && names.len() == all {
+        return whole;
+    }
+    let footer_room = |shown: usize| more_headings(all - shown, all).len();
+    if whole.len() + footer_room(names.len()) <= max_bytes {
+        return format!("{whole}{}", more_headings(all - names.len(), all));
+    }
+    // Too many names: the first two and the newest (documents that grow by
+    // appending put them last), with the cut in the middle named.
+    let head = names.len().min(2);
+    let with_tail = |tail: usize| -> (String, usize) {
+        let cut = &names[head..names.len() - tail];
+        let mut tokens: Vec<String> = names[..head].iter().map(|(n, _)| n.clone()).collect();
+        if !cut.is_empty() {
+            let ends = match (cut.first().and_then(|c| c.1), cut.last().and_then(|c| c.1)) {
+                (Some(a), Some(b)) if cut.len() > 1 => format!(": #{a} … #{b}"),
+                (Some(a), _) => format!(": #{a}"),
+                _ => String::new(),
+            };
+            tokens.push(label(
+                &format!("(+{}{ends})", cut.len()),
+                2 * LABEL_BYTES + 12,
+            ));
+        }
+        tokens.extend(names[names.len() - tail..].iter().map(|(n, _)| n.clone()));
+        let shown = head + tail;
+        (names_lines(tokens.into_iter()), shown)
+    };
+    let fits = |tail: usize| {
+        let (text, shown) = with_tail(tail);
+        text.len() + footer_room(shown) <= max_bytes
+    };
+    // The most names from the end that fit (more names, more bytes).
+    let (mut fitting, mut too_many) = (0, names.len() - head);
+    while too_many - fitting > 1 {
+        let mid = fitting + (too_many - fitting) / 2;
+        if fits(mid) {
+            fitting = mid;
+        } else {
+            too_many = mid;
+        }
+    }
+    let (text, shown) = with_tail(fitting);
+    if text.len() + footer_room(shown) > max_bytes {
+        return more_headings(all, all);
+    }
+    format!("{text}{}", more_headings(all - shown, all))
+}
+
+/// The names run: [`NAMES_INTRO`], then `- a · b · c` lines of at most
+/// [`NAMES_LINE_BYTES`] (a longer name has a line of its own).
+fn names_lines(names: impl Iterator<Item = String>) -> String {
     let mut out = String::from(NAMES_INTRO);
     let mut line = String::new();
-    let mut shown = 0;
     for name in names {
-        let name = label(&name, LABEL_BYTES);
         if !line.is_empty() && line.len() + " · ".len() + name.len() > NAMES_LINE_BYTES {
             out.push_str(&line);
             out.push('\n');
             line.clear();
         }
-        let sep = if line.is_empty() { "- " } else { " · " };
-        // The line break after the pending line is counted now, so what is
-        // kept always fits.
-        if out.len() + line.len() + sep.len() + name.len() + 1 > max_bytes {
-            break;
-        }
-        line.push_str(sep);
+        line.push_str(if line.is_empty() { "- " } else { " · " });
         line.push_str(&name);
-        shown += 1;
     }
     if !line.is_empty() {
         out.push_str(&line);
         out.push('\n');
-    }
-    let all = entries.len();
-    if shown < all {
-        out.push_str(&more_headings(all - shown, all));
     }
     out
 }

@@ -103,3 +103,42 @@ async fn emoji_and_punctuation_sections_are_fetched_by_their_text() {
     assert!(outline.text.contains("- 🚀 (#🚀, ~"), "{}", outline.text);
     mcp.stop().await;
 }
+
+/// `fixtures/append`: documents that grow by appending, past the outline's bound.
+fn append_fixtures() -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/append")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn outlines_and_cards_of_appended_documents_keep_the_newest_and_name_the_cut() {
+    let root = append_fixtures();
+    let run = |args: &[&str]| {
+        let out = run_once([&["--root", root.as_str()], args].concat());
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // A weekly log: the first weeks, the cut named by its first and last anchor, the
+    // newest weeks to the current one.
+    let log = run(&["fetch", "/weekly-status.md"]);
+    assert!(log.contains("mode: outline"), "{log}");
+    assert!(log.contains("\n  - Week of 2024-01-08 (#week-of-2024-01-08"), "{log}");
+    assert!(
+        log.contains("more sections: #week-of-2024-01-22 … #week-of-"),
+        "{log}"
+    );
+    assert!(log.contains("(#week-of-2025-02-24, ~"), "the current week: {log}");
+    // A roadmap of 41 phases: the running phase (the last) is in the outline and the card.
+    let roadmap = run(&["fetch", "/lantern-roadmap-grown.md"]);
+    assert!(
+        roadmap.contains("more sections: #phase-3--paging-gateway … #phase-"),
+        "{roadmap}"
+    );
+    assert!(roadmap.contains("(#phase-41--quiet-hours-per-team, ~"), "{roadmap}");
+    let card = run(&["explore", "/lantern-roadmap-grown.md"]);
+    assert!(card.contains("Phase 1 — Metrics in one place"), "{card}");
+    assert!(card.contains("(+"), "the cut is named: {card}");
+    assert!(card.contains("Phase 41 — Quiet hours per team"), "{card}");
+}

@@ -50,13 +50,20 @@ pub enum OutlineEntry {
         /// How many headings this line stands for.
         count: usize,
     },
-    /// `+{count} more sections`: the rest of a level that did not fit, after the entries
-    /// of it that did (and their subsections).
+    /// `+{count} more sections: #{first} … #{last}`: a run of a level that did not fit
+    /// (and their subsections), between or after the entries of it that did. A long run
+    /// is cut in the middle: its first entries and its last (an append-only document's
+    /// newest) keep their lines.
     More {
         /// Indentation steps: those of the level that was cut.
         depth: usize,
         /// How many headings this line stands for.
         count: usize,
+        /// The fragment of the run's first heading (none when it has no way to be named).
+        first: Option<String>,
+        /// The fragment of the run's last heading of the same level, when that is
+        /// another heading than the first.
+        last: Option<String>,
     },
 }
 
@@ -104,9 +111,16 @@ impl fmt::Display for OutlineEntry {
                 };
                 write!(f, "+{count} {noun}")
             }
-            OutlineEntry::More { count, .. } => {
+            OutlineEntry::More {
+                count, first, last, ..
+            } => {
                 let noun = if *count == 1 { "section" } else { "sections" };
-                write!(f, "+{count} more {noun}")
+                write!(f, "+{count} more {noun}")?;
+                match (first, last) {
+                    (Some(first), Some(last)) => write!(f, ": #{first} … #{last}"),
+                    (Some(one), None) | (None, Some(one)) => write!(f, ": #{one}"),
+                    (None, None) => Ok(()),
+                }
             }
         }
     }
@@ -144,10 +158,12 @@ impl<S: AsRef<str>> Document<S> {
     ///
     /// When the whole tree does not fit, the deepest level collapses into `+N subsections`
     /// lines under its parents, then the next deepest, down to the deepest level that fits
-    /// whole. Of the level below that, as many entries as fit are shown in document order
-    /// (each with its own `+N subsections`), and `+N more sections` counts the rest under
-    /// their parent: so a lone title never hides the whole first level below it while
-    /// there is room for some of it. The same holds for the shallowest level itself.
+    /// whole. Of the level below that, as many entries as fit are shown (each with its own
+    /// `+N subsections`): its first one or two and its **last** ones, since documents that
+    /// grow by appending (logs, status updates, roadmaps) put the newest at the end. A
+    /// `+N more sections: #first … #last` line names the cut in the middle. So a lone
+    /// title never hides the whole first level below it while there is room for some of
+    /// it. The same holds for the shallowest level itself.
     pub fn outline(&self, options: &OutlineOptions) -> Outline {
         let members: Vec<usize> = (0..self.headings().len())
             .filter(|&i| !self.headings()[i].nested)
@@ -190,25 +206,26 @@ impl<S: AsRef<str>> Document<S> {
             Some(i) => levels[i + 1],
             None => levels[0],
         };
+        let candidates = (0..members.len())
+            .filter(|&l| level_of(l) == partial_level)
+            .count();
         let shown_with = |revealed: usize| -> Vec<bool> {
+            let (head, tail) = head_and_tail(revealed);
             let mut seen = 0;
             (0..members.len())
                 .map(|l| match level_of(l).cmp(&partial_level) {
                     std::cmp::Ordering::Less => true,
                     std::cmp::Ordering::Equal => {
                         seen += 1;
-                        seen <= revealed
+                        seen <= head || seen > candidates - tail
                     }
                     std::cmp::Ordering::Greater => false,
                 })
                 .collect()
         };
-        // Binary search for the most entries of the partial level that fit in document
-        // order: `fitting` always fits, `too_many` never does (all of them is the next
-        // whole level, which did not fit).
-        let candidates = (0..members.len())
-            .filter(|&l| level_of(l) == partial_level)
-            .count();
+        // Binary search for the most entries of the partial level that fit: `fitting`
+        // always fits, `too_many` never does (all of them is the next whole level, which
+        // did not fit).
         let (mut fitting, mut too_many) = (0, candidates);
         let base = tree.render(&shown_with(0));
         if !fits(&base.entries, options) {
@@ -227,6 +244,13 @@ impl<S: AsRef<str>> Document<S> {
         }
         tree.render(&shown_with(fitting))
     }
+}
+
+/// Of `revealed` entries of a level that is cut, how many come from its start and how
+/// many from its end: the first one (two once four or more fit), the rest from the end.
+fn head_and_tail(revealed: usize) -> (usize, usize) {
+    let head = if revealed >= 4 { 2 } else { revealed.min(1) };
+    (head, revealed - head)
 }
 
 /// The headings one outline is drawn from (`members`, indices into the document's
@@ -292,10 +316,14 @@ impl<'a, S: AsRef<str>> Tree<'a, S> {
         };
         let any_shown = shown.iter().any(|&s| s);
         let mut outline = Outline::default();
-        // The pending run: its holder and how many headings it stands for.
-        let mut run: Option<(Option<usize>, usize)> = None;
-        let flush = |outline: &mut Outline, run: &mut Option<(Option<usize>, usize)>| {
-            let Some((holder, count)) = run.take() else {
+        let flush = |outline: &mut Outline, run: &mut Option<Run>| {
+            let Some(Run {
+                holder,
+                count,
+                first,
+                last,
+            }) = run.take()
+            else {
                 return;
             };
             let depth = holder.map_or(0, |h| self.depth(h) + 1);
@@ -304,21 +332,41 @@ impl<'a, S: AsRef<str>> Tree<'a, S> {
                 (None, None) => any_shown,
                 _ => false,
             };
+            let fragment = |local: usize| self.doc.headings()[self.members[local]].anchor.clone();
             outline.entries.push(if right_under_holder {
                 OutlineEntry::Collapsed { depth, count }
             } else {
-                OutlineEntry::More { depth, count }
+                OutlineEntry::More {
+                    depth,
+                    count,
+                    first: fragment(first),
+                    last: (last != first).then(|| fragment(last)).flatten(),
+                }
             });
             outline.omitted += count;
         };
+        // The pending run of hidden headings with one holder.
+        let mut run: Option<Run> = None;
         for (local, &i) in self.members.iter().enumerate() {
             if !shown[local] {
                 let h = holder(local);
                 match &mut run {
-                    Some((holder, count)) if *holder == h => *count += 1,
+                    Some(r) if r.holder == h => {
+                        r.count += 1;
+                        match self.depth(local).cmp(&self.depth(r.first)) {
+                            std::cmp::Ordering::Less => (r.first, r.last) = (local, local),
+                            std::cmp::Ordering::Equal => r.last = local,
+                            std::cmp::Ordering::Greater => {}
+                        }
+                    }
                     _ => {
                         flush(&mut outline, &mut run);
-                        run = Some((h, 1));
+                        run = Some(Run {
+                            holder: h,
+                            count: 1,
+                            first: local,
+                            last: local,
+                        });
                     }
                 }
                 continue;
@@ -337,6 +385,18 @@ impl<'a, S: AsRef<str>> Tree<'a, S> {
         flush(&mut outline, &mut run);
         outline
     }
+}
+
+/// A run of hidden headings (members' local indices) that becomes one line.
+struct Run {
+    /// Their nearest shown ancestor.
+    holder: Option<usize>,
+    /// How many headings the run stands for.
+    count: usize,
+    /// Its first heading of the shallowest depth in it.
+    first: usize,
+    /// Its last heading of that depth.
+    last: usize,
 }
 
 fn fits(entries: &[OutlineEntry], options: &OutlineOptions) -> bool {
@@ -421,7 +481,7 @@ mod tests {
                 "  - One",
                 "    - Detail",
                 "      +3 subsections",
-                "    +36 more sections",
+                "    +36 more sections: #detail-1 … #detail-9",
                 "  - Two",
                 "    +40 subsections",
                 "  - Three",
@@ -435,17 +495,91 @@ mod tests {
             max_lines: 70,
             max_bytes: 100_000,
         });
-        // All of level 3 takes 64 lines; the 6 left show the first level-4 headings in
-        // document order (a detail shown whole loses its `+3 subsections` line).
+        // All of level 3 takes 64 lines; the lines left show level 4's first two headings
+        // and its last ones (a detail shown whole loses its `+3 subsections` line), and
+        // the cut after the first two is named.
         let text = outline.to_string();
         assert!(text.contains("\n      +3 subsections\n"), "{text}");
-        assert_eq!(outline.entries.len(), 70, "{text}");
-        assert!(
-            text.contains("\n      - Fine print (#fine-print-8, ~"),
+        assert!(outline.entries.len() <= 70, "{text}");
+        let shown: Vec<&str> = outline
+            .entries
+            .iter()
+            .filter_map(OutlineEntry::fragment)
+            .filter(|f| f.starts_with("fine-print"))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "fine-print",
+                "fine-print-1",
+                "fine-print-84",
+                "fine-print-85",
+                "fine-print-86",
+                "fine-print-87",
+                "fine-print-88",
+                "fine-print-89"
+            ],
             "{text}"
         );
-        assert!(!text.contains("#fine-print-9"), "{text}");
-        assert_eq!(outline.omitted, 90 - 9);
+        assert!(
+            text.contains("\n      +1 more section: #fine-print-2\n"),
+            "{text}"
+        );
+        assert_eq!(outline.omitted, 90 - 8);
+    }
+
+    #[test]
+    fn a_long_run_keeps_its_first_and_newest_entries_and_names_the_cut() {
+        // A status log that grows by appending: the newest weeks are at the end.
+        let mut sections: Vec<(u8, String)> = vec![(1, "Status".to_string())];
+        sections.extend((1..=40).map(|w| (2, format!("Week {w:02}"))));
+        let text: String = sections
+            .iter()
+            .map(|(l, t)| format!("{} {t}\n\nNews.\n\n", "#".repeat(usize::from(*l))))
+            .collect();
+        let doc = Document::parse(text);
+        let outline = doc.outline(&OutlineOptions {
+            max_lines: 10,
+            max_bytes: 2048,
+        });
+        let text = outline.to_string();
+        let lines: Vec<&str> = text
+            .lines()
+            .map(|l| l.split(" (").next().unwrap_or(l).trim())
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "- Status",
+                "- Week 01",
+                "- Week 02",
+                "+32 more sections: #week-03 … #week-34",
+                "- Week 35",
+                "- Week 36",
+                "- Week 37",
+                "- Week 38",
+                "- Week 39",
+                "- Week 40",
+            ],
+            "{text}"
+        );
+        assert_eq!(outline.omitted, 32);
+        // A flat log (one level) is cut the same way.
+        let flat: String = (1..=40)
+            .map(|w| format!("## Week {w:02}\n\nNews.\n\n"))
+            .collect();
+        let text = Document::parse(flat)
+            .outline(&OutlineOptions {
+                max_lines: 6,
+                max_bytes: 2048,
+            })
+            .to_string();
+        assert!(text.starts_with("- Week 01 (#week-01"), "{text}");
+        assert!(
+            text.contains("\n+35 more sections: #week-03 … #week-37\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("- Week 40 (#week-40, ~6 tok)\n"), "{text}");
     }
 
     #[test]
@@ -476,7 +610,16 @@ mod tests {
                 max_bytes: 2048,
             })
             .to_string();
-        assert!(text.ends_with("+96 more sections\n"), "{text}");
+        assert!(
+            text.contains(
+                "\n+96 more sections: #chapter-with-a-longish-name-2 … #chapter-with-a-longish-name-97\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("(#chapter-with-a-longish-name-99, ~13 tok)\n"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -515,7 +658,7 @@ mod tests {
             max_lines: 1,
             max_bytes: 2048,
         });
-        assert_eq!(outline.to_string(), "+5 more sections\n");
+        assert_eq!(outline.to_string(), "+5 more sections: #top\n");
         assert_eq!(outline.omitted, 5);
     }
 
