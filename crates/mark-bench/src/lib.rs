@@ -45,7 +45,7 @@ pub mod tokens;
 
 pub use orientation::{COUNTED_NOTE, OrientationOptions, check_targets, run_orientation};
 pub use questions::{Question, load_questions};
-pub use report::{Report, StrategyFigures, TargetCheck, render_table};
+pub use report::{Report, StrategyFigures, TargetCheck, render_sets, render_table};
 pub use session::{McpSession, ServerCommand, ToolCall, proc_status_kib, resident_kib};
 pub use strategy::Strategy;
 pub use tokens::o200k_tokens;

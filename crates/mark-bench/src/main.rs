@@ -8,9 +8,13 @@
 
 use clap::{Parser, Subcommand};
 use mark_bench::peers::{PeersOptions, render_peers, run_peers};
-use mark_bench::ranking::{Corpus, render_ranking, run_ranking};
+use mark_bench::ranking::{
+    Corpus, QuestionSet, render_question_ranking, render_ranking, run_question_ranking, run_ranking,
+};
 use mark_bench::rows::{render_row_cost, run_row_cost};
-use mark_bench::{McpSession, OrientationOptions, ServerCommand, render_table, run_orientation};
+use mark_bench::{
+    McpSession, OrientationOptions, ServerCommand, render_sets, render_table, run_orientation,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -25,16 +29,18 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Scripted agents answer the knowledge base's questions with each
+    /// Scripted agents answer the knowledge bases' questions with each
     /// strategy over the real binaries; prints a markdown table of calls,
-    /// tokens and requests.
+    /// tokens and requests per knowledge base, then one line per knowledge
+    /// base beside its answer sections' own tokens.
     Orientation {
-        /// The knowledge base folder.
+        /// A knowledge base folder; repeat for several, each with its
+        /// `--questions` in the same order.
         #[arg(long, default_value = "crates/mark-mcp/soul")]
-        kb: PathBuf,
-        /// The questions file (default: questions.toml in the knowledge base).
+        kb: Vec<PathBuf>,
+        /// The questions file of each `--kb` (default: questions.toml in each).
         #[arg(long)]
-        questions: Option<PathBuf>,
+        questions: Vec<PathBuf>,
         /// The mark-mcp executable (default: the workspace's, built when missing).
         #[arg(long)]
         mark_mcp: Option<PathBuf>,
@@ -91,6 +97,14 @@ enum Command {
         kb: PathBuf,
         #[command(flatten)]
         corpus: NodeCorpus,
+        /// More question sets: a knowledge base folder, repeated, each with
+        /// its `--set-questions` in the same order (the bundled notes' and
+        /// the Node corpus's sets always run).
+        #[arg(long)]
+        set_kb: Vec<PathBuf>,
+        /// The questions file of each `--set-kb`.
+        #[arg(long)]
+        set_questions: Vec<PathBuf>,
         /// Also write the raw figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -166,24 +180,43 @@ async fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            let opts = OrientationOptions {
-                questions: questions.unwrap_or_else(|| kb.join("questions.toml")),
-                kb,
-                runs: runs.max(1),
-                mark_mcp_bin,
-                mark_server_bin,
-                read,
-                peers_dir,
-            };
-            let report = match run_orientation(opts).await {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("mark-bench: {e}");
+            let questions = match (questions.len(), kb.len()) {
+                (0, _) => kb.iter().map(|k| k.join("questions.toml")).collect(),
+                (q, k) if q == k => questions,
+                (q, k) => {
+                    eprintln!(
+                        "mark-bench: {k} --kb and {q} --questions: give one --questions per --kb, in the same order (or none, for questions.toml in each)"
+                    );
                     return ExitCode::FAILURE;
                 }
             };
-            print!("{}", render_table(&report));
-            write_json(json, &report)
+            let mut reports = Vec::new();
+            for (kb, questions) in kb.into_iter().zip(questions) {
+                let opts = OrientationOptions {
+                    kb,
+                    questions,
+                    runs: runs.max(1),
+                    mark_mcp_bin: mark_mcp_bin.clone(),
+                    mark_server_bin: mark_server_bin.clone(),
+                    read,
+                    peers_dir: peers_dir.clone(),
+                };
+                match run_orientation(opts).await {
+                    Ok(report) => {
+                        println!("## {}\n\n{}", report.kb, render_table(&report));
+                        reports.push(report);
+                    }
+                    Err(e) => {
+                        eprintln!("mark-bench: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            print!(
+                "## The plain agent, per knowledge base\n\n{}",
+                render_sets(&reports)
+            );
+            write_json(json, &reports)
         }
         Command::Peers {
             kb,
@@ -220,7 +253,39 @@ async fn main() -> ExitCode {
             }
             write_json(json, &report)
         }
-        Command::Ranking { kb, corpus, json } => {
+        Command::Ranking {
+            kb,
+            corpus,
+            set_kb,
+            set_questions,
+            json,
+        } => {
+            if set_kb.len() != set_questions.len() {
+                eprintln!("mark-bench: give one --set-questions per --set-kb, in the same order");
+                return ExitCode::FAILURE;
+            }
+            let mut sets = vec![
+                QuestionSet {
+                    name: "bundled notes".into(),
+                    questions: kb.join("questions.toml"),
+                    dir: kb.clone(),
+                },
+                QuestionSet {
+                    name: "nodejs-api".into(),
+                    questions: corpus.dir.with_extension("questions.toml"),
+                    dir: corpus.dir.clone(),
+                },
+            ];
+            sets.extend(
+                set_kb
+                    .into_iter()
+                    .zip(set_questions)
+                    .map(|(dir, questions)| QuestionSet {
+                        name: dir.display().to_string(),
+                        dir,
+                        questions,
+                    }),
+            );
             let corpora = [
                 Corpus {
                     name: "soul".into(),
@@ -233,10 +298,17 @@ async fn main() -> ExitCode {
                     api: true,
                 },
             ];
-            match run_ranking(&corpora) {
-                Ok(rows) => {
-                    print!("{}", render_ranking(&rows));
-                    write_json(json, &rows)
+            match run_ranking(&corpora).and_then(|rows| Ok((rows, run_question_ranking(&sets)?))) {
+                Ok((rows, questions)) => {
+                    print!(
+                        "{}\n{}",
+                        render_ranking(&rows),
+                        render_question_ranking(&questions)
+                    );
+                    write_json(
+                        json,
+                        &serde_json::json!({ "sets": rows, "questions": questions }),
+                    )
                 }
                 Err(e) => {
                     eprintln!("mark-bench: {e}");

@@ -101,6 +101,34 @@ impl Evidence {
     }
 }
 
+/// The o200k tokens of the questions' answer sections (`section`, read from
+/// the knowledge base on disk): the floor of a reader that returns exactly
+/// the answer's section, nothing around it. Used for reports only, never
+/// by a strategy.
+pub fn answer_section_tokens(kb: &Path, questions: &[Question]) -> Result<usize, BenchError> {
+    let mut total = 0;
+    for q in questions {
+        let (path, anchor) = q.section.split_once('#').unwrap_or((&q.section, ""));
+        let file = kb.join(path.trim_start_matches('/'));
+        let text = std::fs::read_to_string(&file).map_err(|source| BenchError::Io {
+            what: format!("reading {} (question `{}`)", file.display(), q.id),
+            source,
+        })?;
+        let doc = markdown_slice::Document::parse(text.as_str());
+        let section = if anchor.is_empty() {
+            doc.source()
+        } else {
+            let heading = doc.find_anchor(anchor).map_err(|_| BenchError::Questions {
+                path: file.clone(),
+                why: format!("question `{}`: no section #{anchor}", q.id),
+            })?;
+            doc.section_text(heading)
+        };
+        total += crate::tokens::o200k_tokens(section);
+    }
+    Ok(total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +171,28 @@ hub = "/g.md"
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates/mark-mcp/soul/questions.toml");
         let qs = load_questions(&path).unwrap();
         assert!(qs.len() >= 20);
+    }
+
+    #[test]
+    fn answer_sections_are_read_from_the_knowledge_base() {
+        let kb = tempfile::tempdir().unwrap();
+        std::fs::write(
+            kb.path().join("g.md"),
+            "# G\n\nIntro.\n\n## A\n\nA is a thing.\n",
+        )
+        .unwrap();
+        let q = |section: &str| Question {
+            id: "a".into(),
+            kind: "term".into(),
+            question: "What is a?".into(),
+            facts: vec!["A is a thing".into()],
+            section: section.into(),
+            hub: "/g.md".into(),
+        };
+        let one = answer_section_tokens(kb.path(), &[q("/g.md#a")]).unwrap();
+        assert_eq!(one, crate::tokens::o200k_tokens("## A\n\nA is a thing.\n"));
+        let whole = answer_section_tokens(kb.path(), &[q("/g.md")]).unwrap();
+        assert!(whole > one);
+        assert!(answer_section_tokens(kb.path(), &[q("/g.md#nope")]).is_err());
     }
 }

@@ -12,6 +12,13 @@
 //! - **unique headings**: every heading whose text is unique in its corpus,
 //!   queried by its own words (the benchmark's stop words dropped); a hit is
 //!   that very section as the top row.
+//!
+//! And the **question sets** (issue #27): each question of a
+//! `questions.toml`, queried as the plain agent asks it (the question's
+//! words, the benchmark's stop words dropped), ranked over 10 rows; a hit is
+//! a row of the answer's section (`section`) or of a subsection inside it.
+//! Reported as top-1, top-3, top-5 and the mean reciprocal rank, for LOOKUP
+//! and for the plain tantivy reference.
 
 use crate::BenchError;
 use crate::terms::terms;
@@ -59,6 +66,9 @@ enum Answers {
     SlugIn(BTreeSet<String>, String),
     /// Exactly this section.
     Section(String, String),
+    /// A section of this file with one of these anchors (a section and its
+    /// subsections); no anchors: any row of the file.
+    Within(String, BTreeSet<String>),
 }
 
 impl Answers {
@@ -68,6 +78,9 @@ impl Answers {
                 files.contains(path) && anchor.is_some_and(|a| a.starts_with(slug.as_str()))
             }
             Answers::Section(p, a) => p == path && anchor == Some(a.as_str()),
+            Answers::Within(p, anchors) => {
+                p == path && (anchors.is_empty() || anchor.is_some_and(|a| anchors.contains(a)))
+            }
         }
     }
 }
@@ -295,20 +308,28 @@ impl Reference {
 
     /// The top row's path and anchor (`None` for a preamble).
     fn top(&self, words: &str) -> Option<(String, Option<String>)> {
+        self.rows(words, 1).into_iter().next()
+    }
+
+    /// The first `limit` rows' paths and anchors.
+    fn rows(&self, words: &str, limit: usize) -> Vec<(String, Option<String>)> {
         let (query, _) = self.parser.parse_query_lenient(words);
         let searcher = self.reader.searcher();
-        let top = searcher
-            .search(&query, &TopDocs::with_limit(1).order_by_score())
-            .ok()?;
-        let (_, address) = top.first()?;
-        let doc: TantivyDocument = searcher.doc(*address).ok()?;
-        let field = |f| {
-            doc.get_first(f)
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default()
+        let Ok(top) = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score()) else {
+            return Vec::new();
         };
-        let anchor = field(self.anchor);
-        Some((field(self.path), (!anchor.is_empty()).then_some(anchor)))
+        top.iter()
+            .filter_map(|(_, address)| {
+                let doc: TantivyDocument = searcher.doc(*address).ok()?;
+                let field = |f| {
+                    doc.get_first(f)
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default()
+                };
+                let anchor = field(self.anchor);
+                Some((field(self.path), (!anchor.is_empty()).then_some(anchor)))
+            })
+            .collect()
     }
 }
 
@@ -322,18 +343,29 @@ fn tantivy_text() -> tantivy::schema::TextOptions {
 
 /// LOOKUP's top row: body mode, any word, as mark-mcp asks.
 fn lookup_top(engine: &Engine, query: &str, now: SystemTime) -> Option<(String, Option<String>)> {
+    lookup_rows(engine, query, 1, now).into_iter().next()
+}
+
+/// LOOKUP's first `limit` rows: body mode, any word, as mark-mcp asks.
+fn lookup_rows(
+    engine: &Engine,
+    query: &str,
+    limit: usize,
+    now: SystemTime,
+) -> Vec<(String, Option<String>)> {
     let request = Request::new(Verb::Lookup, "/")
         .with_meta("query", query)
         .with_meta("match", "body")
         .with_meta("terms", "any")
-        .with_meta("limit", "1");
+        .with_meta("limit", limit.to_string());
     let response = engine.handle(&request, now);
     if response.status != Status::Ok {
-        return None;
+        return Vec::new();
     }
-    let table = mark_proto::lookup::parse(&response.body).ok()?;
-    let row = table.rows.into_iter().next()?;
-    Some((row.path, row.anchor))
+    mark_proto::lookup::parse(&response.body).map_or_else(
+        |_| Vec::new(),
+        |table| table.rows.into_iter().map(|r| (r.path, r.anchor)).collect(),
+    )
 }
 
 fn show(top: Option<&(String, Option<String>)>) -> String {
@@ -415,6 +447,161 @@ pub fn run_ranking(corpora: &[Corpus]) -> Result<Vec<RankingRow>, BenchError> {
     Ok(rows)
 }
 
+/// Rows a question set ranks over.
+const QUESTION_ROWS: usize = 10;
+
+/// A question set to measure: a knowledge base and its `questions.toml`.
+#[derive(Debug, Clone)]
+pub struct QuestionSet {
+    /// Shown in the table.
+    pub name: String,
+    /// The knowledge base folder.
+    pub dir: PathBuf,
+    /// Its questions file.
+    pub questions: PathBuf,
+}
+
+/// Where one search put the answer, over a question set.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Ranks {
+    /// Questions whose answer is row 1.
+    pub top1: usize,
+    /// … within rows 1–3.
+    pub top3: usize,
+    /// … within rows 1–5.
+    pub top5: usize,
+    /// Mean of 1/rank over the questions (0 for an answer not in the rows).
+    pub mrr: f64,
+}
+
+impl Ranks {
+    fn of(ranks: &[Option<usize>]) -> Ranks {
+        let within = |n: usize| ranks.iter().filter(|r| r.is_some_and(|r| r <= n)).count();
+        let sum: f64 = ranks.iter().flatten().map(|&r| 1.0 / r as f64).sum();
+        Ranks {
+            top1: within(1),
+            top3: within(3),
+            top5: within(5),
+            mrr: if ranks.is_empty() {
+                0.0
+            } else {
+                sum / ranks.len() as f64
+            },
+        }
+    }
+}
+
+/// One question set's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionRanking {
+    /// The set's name.
+    pub set: String,
+    /// Questions asked.
+    pub questions: usize,
+    /// LOOKUP's ranks.
+    pub lookup: Ranks,
+    /// The plain tantivy reference's ranks.
+    pub reference: Ranks,
+    /// Questions whose answer LOOKUP did not rank in the top 5: `id → top row`.
+    pub misses: Vec<String>,
+}
+
+/// The anchors of a question's answer: its section and every heading inside it.
+fn answer_of(dir: &Path, section: &str) -> Result<Answers, BenchError> {
+    let (path, anchor) = section.split_once('#').unwrap_or((section, ""));
+    let file = dir.join(path.trim_start_matches('/'));
+    let source = std::fs::read_to_string(&file).map_err(|source| BenchError::Io {
+        what: format!("reading {}", file.display()),
+        source,
+    })?;
+    let doc = Document::parse(&source);
+    let mut anchors = BTreeSet::new();
+    if !anchor.is_empty() {
+        let Ok(heading) = doc.find_anchor(anchor) else {
+            return Err(BenchError::Server(format!("{section}: no such section")));
+        };
+        anchors.extend(
+            doc.headings()
+                .iter()
+                .filter(|h| heading.section.contains(&h.line.start))
+                .filter_map(|h| h.anchor.clone()),
+        );
+    }
+    Ok(Answers::Within(path.to_string(), anchors))
+}
+
+/// Ranks each question set's answers over 10 rows, LOOKUP beside the plain
+/// tantivy reference (the same sections).
+pub fn run_question_ranking(sets: &[QuestionSet]) -> Result<Vec<QuestionRanking>, BenchError> {
+    let now = SystemTime::now();
+    let mut out = Vec::new();
+    for set in sets {
+        let questions = crate::questions::load_questions(&set.questions)?;
+        let sections = sections(&set.dir)?;
+        let reference =
+            Reference::build(&sections).map_err(|e| BenchError::Server(format!("tantivy: {e}")))?;
+        let engine = Engine::open(&set.dir, StoreMode::Flat, None)
+            .map_err(|e| BenchError::Server(format!("opening {}: {e}", set.dir.display())))?;
+        let (mut ours, mut theirs, mut misses) = (Vec::new(), Vec::new(), Vec::new());
+        for q in &questions {
+            let answer = answer_of(&set.dir, &q.section)?;
+            let query = terms(&q.question).join(" ");
+            let rank = |rows: &[(String, Option<String>)]| {
+                rows.iter()
+                    .position(|(p, a)| answer.accepts(p, a.as_deref()))
+                    .map(|i| i + 1)
+            };
+            let rows = lookup_rows(&engine, &query, QUESTION_ROWS, now);
+            let r = rank(&rows);
+            if r.is_none_or(|r| r > 5) && misses.len() < MISSES_SHOWN {
+                misses.push(format!("{} → {}", q.id, show(rows.first())));
+            }
+            ours.push(r);
+            theirs.push(rank(&reference.rows(&words_of(&query), QUESTION_ROWS)));
+        }
+        out.push(QuestionRanking {
+            set: set.name.clone(),
+            questions: questions.len(),
+            lookup: Ranks::of(&ours),
+            reference: Ranks::of(&theirs),
+            misses,
+        });
+    }
+    Ok(out)
+}
+
+/// The markdown table of [`run_question_ranking`], and LOOKUP's misses.
+pub fn render_question_ranking(rows: &[QuestionRanking]) -> String {
+    let mut out = String::from(
+        "| question set | questions | LOOKUP top-1 / 3 / 5 | LOOKUP MRR | plain tantivy top-1 / 3 / 5 | plain tantivy MRR |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} / {} / {} | {:.2} | {} / {} / {} | {:.2} |\n",
+            r.set,
+            r.questions,
+            r.lookup.top1,
+            r.lookup.top3,
+            r.lookup.top5,
+            r.lookup.mrr,
+            r.reference.top1,
+            r.reference.top3,
+            r.reference.top5,
+            r.reference.mrr
+        ));
+    }
+    for r in rows.iter().filter(|r| !r.misses.is_empty()) {
+        out.push_str(&format!(
+            "\nNot in LOOKUP's top 5, {} (first {}): {}\n",
+            r.set,
+            r.misses.len(),
+            r.misses.join("; ")
+        ));
+    }
+    out
+}
+
 /// The markdown table of [`run_ranking`]'s rows, and LOOKUP's misses.
 pub fn render_ranking(rows: &[RankingRow]) -> String {
     let mut out = String::from(
@@ -472,5 +659,19 @@ mod tests {
         assert!(a.accepts("/fs.md", Some("fsreadfilepath-options-callback")));
         assert!(!a.accepts("/fs.md", Some("file-descriptors")));
         assert!(!a.accepts("/buffer.md", Some("fsreadfile")));
+    }
+
+    #[test]
+    fn ranks_count_top_rows_and_the_mean_reciprocal_rank() {
+        let r = Ranks::of(&[Some(1), Some(2), Some(4), None]);
+        assert_eq!((r.top1, r.top3, r.top5), (1, 2, 3));
+        assert!((r.mrr - (1.0 + 0.5 + 0.25) / 4.0).abs() < 1e-9);
+        let within = Answers::Within(
+            "/a.md".into(),
+            ["x".to_string(), "x-sub".to_string()].into(),
+        );
+        assert!(within.accepts("/a.md", Some("x-sub")));
+        assert!(!within.accepts("/a.md", Some("y")) && !within.accepts("/b.md", Some("x")));
+        assert!(Answers::Within("/a.md".into(), BTreeSet::new()).accepts("/a.md", None));
     }
 }

@@ -149,6 +149,9 @@ pub struct Report {
     pub counted: String,
     /// The knowledge base.
     pub kb: String,
+    /// The o200k tokens of the questions' answer sections, all questions:
+    /// what a reader that returns exactly each answer's section would cost.
+    pub answer_tokens: usize,
     /// Runs (wall time is the median over them; other figures are from the first).
     pub runs: usize,
     /// One row per strategy.
@@ -226,14 +229,48 @@ pub fn render_table(report: &Report) -> String {
         out.push_str(&format!("| {} | {} | {met} |\n", t.target, t.measured));
     }
     out.push_str(&format!(
-        "\n{} questions on {}, {} run(s); {}; {}.\n",
+        "\n{} questions on {}, {} run(s); the answer sections' own tokens: {}; {}; {}.\n",
         report.strategies.first().map_or(0, |s| s.questions),
         report.kb,
         report.runs,
+        report.answer_tokens,
         report.tokenizer,
         report.counted
     ));
     out
+}
+
+/// One line per knowledge base: the plain agent's answers, calls and tokens,
+/// and its tokens as a multiple of the answer sections' own tokens.
+pub fn render_sets(reports: &[Report]) -> String {
+    let mut out = String::from(
+        "| knowledge | plain agent | calls mean | result tokens | answer sections' tokens | multiple |\n|---|---|---|---|---|---|\n",
+    );
+    for r in reports {
+        let Some(p) = r.strategy("plain agent").filter(|p| p.skipped.is_none()) else {
+            out.push_str(&format!(
+                "| {} | not run | – | – | {} | – |\n",
+                r.kb, r.answer_tokens
+            ));
+            continue;
+        };
+        out.push_str(&format!(
+            "| {} | {}/{} | {:.2} | {} | {} | {} |\n",
+            r.kb,
+            p.answered,
+            p.questions,
+            p.calls_mean,
+            p.tokens,
+            r.answer_tokens,
+            multiple(p.tokens, r.answer_tokens).map_or("–".into(), |m| format!("{m:.2}×"))
+        ));
+    }
+    out
+}
+
+/// `a / b`, or `None` when `b` is 0.
+pub fn multiple(a: usize, b: usize) -> Option<f64> {
+    (b > 0).then(|| a as f64 / b as f64)
 }
 
 #[cfg(test)]
@@ -277,6 +314,7 @@ mod tests {
             tokenizer: TOKENIZER_NOTE.into(),
             counted: "requests: logged".into(),
             kb: "crates/mark-mcp/soul".into(),
+            answer_tokens: 200,
             runs: 3,
             strategies: vec![
                 row,
@@ -303,6 +341,11 @@ mod tests {
                 .unwrap()
                 .contains("\"wall_median\":20000")
         );
+        assert!(
+            table.contains("the answer sections' own tokens: 200;"),
+            "{table}"
+        );
+        assert_eq!(multiple(300, 200), Some(1.5));
         assert_eq!(percent(15, 100), Some(15.0));
         assert_eq!(percent(1, 0), None);
     }

@@ -124,19 +124,28 @@ fn outlines_and_cards_of_appended_documents_keep_the_newest_and_name_the_cut() {
     // newest weeks to the current one.
     let log = run(&["fetch", "/weekly-status.md"]);
     assert!(log.contains("mode: outline"), "{log}");
-    assert!(log.contains("\n  - Week of 2024-01-08 (#week-of-2024-01-08"), "{log}");
+    assert!(
+        log.contains("\n  - Week of 2024-01-08 (#week-of-2024-01-08"),
+        "{log}"
+    );
     assert!(
         log.contains("more sections: #week-of-2024-01-22 … #week-of-"),
         "{log}"
     );
-    assert!(log.contains("(#week-of-2025-02-24, ~"), "the current week: {log}");
+    assert!(
+        log.contains("(#week-of-2025-02-24, ~"),
+        "the current week: {log}"
+    );
     // A roadmap of 41 phases: the running phase (the last) is in the outline and the card.
     let roadmap = run(&["fetch", "/lantern-roadmap-grown.md"]);
     assert!(
         roadmap.contains("more sections: #phase-3--paging-gateway … #phase-"),
         "{roadmap}"
     );
-    assert!(roadmap.contains("(#phase-41--quiet-hours-per-team, ~"), "{roadmap}");
+    assert!(
+        roadmap.contains("(#phase-41--quiet-hours-per-team, ~"),
+        "{roadmap}"
+    );
     let card = run(&["explore", "/lantern-roadmap-grown.md"]);
     assert!(card.contains("Phase 1 — Metrics in one place"), "{card}");
     assert!(card.contains("(+"), "the cut is named: {card}");
