@@ -34,6 +34,7 @@ mod auth;
 mod clock;
 mod engine;
 mod error;
+pub mod function_words;
 mod import;
 pub mod lookup;
 mod manifest;

@@ -71,8 +71,11 @@ pub const DEFAULT_IMPORTANCE: f64 = 0.5;
 pub const LINK_WEIGHT: f64 = 1.5;
 /// Links counted per section (the best-scoring ones).
 pub const LINK_SOURCES: usize = 2;
-/// In any-word mode, the best this many rows are ranked again by how many
-/// of the query's words each holds itself: score × (held + 1) / (words + 1).
+/// In any-word mode, the best this many rows are ranked again by which of
+/// the query's words each holds itself, each word weighted by how rare it
+/// is (its IDF): score × (held weight + mean weight) / (all weights + mean
+/// weight), so a row holding the rare word that matters beats one holding
+/// common ones. (Before the weights: score × (held + 1) / (words + 1).)
 /// A section a link lifts for words it does not hold then stays below one
 /// that holds them all (`estuary current phase`: Estuary's "Now" section,
 /// not Tidewatch's Phase 8 that its hub calls current). A fixed number, so
@@ -99,7 +102,9 @@ const ESCAPED: [char; 9] = ['\\', '|', '`', '*', '_', '[', ']', '<', '>'];
 pub enum Terms {
     /// `*`: every document (catalog) or section (body).
     All,
-    /// Whole words, lower-cased, each at least 2 characters, deduplicated.
+    /// Whole words, lower-cased, each at least 2 characters, deduplicated,
+    /// without English function words unless the query holds nothing else
+    /// (see [`crate::function_words`]).
     Words(Vec<String>),
 }
 
@@ -146,7 +151,7 @@ impl LookupQuery {
         let terms = if raw == "*" {
             Terms::All
         } else {
-            let words = query_words(raw).searched;
+            let words = crate::function_words::content_words(raw);
             if words.is_empty() {
                 return Err(format!(
                     "The query `{raw}` has no word of at least 2 characters."
@@ -1184,12 +1189,20 @@ impl Catalog {
         let mut rest = match (&query.terms, query.any) {
             (Terms::Words(words), true) => {
                 let rest = best_first(&mut ranked, COORDINATED_ROWS);
+                let weights = index.word_weights(&searcher, words)?;
+                let all: f64 = weights.iter().sum();
+                let mean = all / weights.len().max(1) as f64;
                 for r in &mut ranked {
                     // A catalog row holds every word.
                     if let Some(address) = r.address {
                         let held = index.held_words(&searcher, address, words)?;
-                        let count = held.iter().filter(|h| **h).count();
-                        r.score *= (count + 1) as f64 / (words.len() + 1) as f64;
+                        let got: f64 = weights
+                            .iter()
+                            .zip(&held)
+                            .filter(|(_, h)| **h)
+                            .map(|(w, _)| w)
+                            .sum();
+                        r.score *= (got + mean) / (all + mean);
                         r.held = Some(held);
                     }
                 }

@@ -657,6 +657,35 @@ impl TextIndex {
             .collect()
     }
 
+    /// How much each of `words` says about a section: its inverse document
+    /// frequency over the sections' text and headings (stemmed, BM25's
+    /// form), so a word most sections hold weighs little and a rare one
+    /// much. Every weight is above 0.
+    pub(crate) fn word_weights(
+        &self,
+        searcher: &Searcher,
+        words: &[String],
+    ) -> io::Result<Vec<f64>> {
+        let f = self.fields;
+        let all = searcher.num_docs() as f64;
+        words
+            .iter()
+            .map(|w| {
+                let stem = self.stem(w);
+                let mut df: u64 = 0;
+                for field in [f.text.stemmed, f.heading.stemmed] {
+                    df = df.max(
+                        searcher
+                            .doc_freq(&Term::from_field_text(field, &stem))
+                            .map_err(io_error)?,
+                    );
+                }
+                let df = df as f64;
+                Ok((1.0 + (all - df + 0.5) / (df + 0.5)).ln())
+            })
+            .collect()
+    }
+
     /// Every section (`*` in body mode), unscored.
     pub(crate) fn all_sections(&self, searcher: &Searcher) -> io::Result<Vec<Hit>> {
         searcher
