@@ -865,7 +865,7 @@ async fn page(
             force,
             now,
         ),
-        None => head.with_text(text),
+        None => ResultBuilder::shorten(head.with_text(text), session.settings().page_bytes),
     }
 }
 

@@ -277,10 +277,15 @@ const MIN_PART_BYTES: usize = 200;
 /// included" line.
 const NAMES_BYTES: usize = 400;
 
-/// `#a, #b, #c` while it fits in `max` bytes, then `+N more`.
+/// `#a, #b, #c` while it fits in `max` bytes, then `+N more` (a first
+/// name longer than `max` is cut, so one is always shown).
 fn names_within(names: &[&str], max: usize) -> String {
     let mut out = String::new();
     for (i, name) in names.iter().enumerate() {
+        if i == 0 && name.len() > max {
+            out.push_str(&one_line(name, max / 2));
+            continue;
+        }
         if out.len() + name.len() + 2 > max {
             out.push_str(&format!(", +{} more", names.len() - i));
             break;
@@ -1069,6 +1074,17 @@ mod tests {
         assert_eq!(
             section_label(&untitled, x, &repeated_headings(&untitled)),
             "#x-1 (in B)"
+        );
+    }
+
+    #[test]
+    fn section_names_show_at_least_one_name() {
+        assert_eq!(names_within(&["#a", "#b", "#c"], 6), "#a, #b, +1 more");
+        let long = format!("#{}", "x".repeat(500));
+        let shown = names_within(&[&long, "#b"], 400);
+        assert!(
+            shown.starts_with("#xxx") && shown.ends_with("…, #b"),
+            "{shown}"
         );
     }
 

@@ -30,6 +30,23 @@ fn filler(seed: usize, bytes: usize) -> String {
     out.trim_end().to_string()
 }
 
+/// A document of `count` sections `## {name} {c}`, each opening with
+/// `lead(c)` and holding 150 subsections of 60 bytes: each section is over
+/// the outline threshold, and its sub-outline is ~6 KB.
+fn chapters(name: &str, count: usize, lead: impl Fn(usize) -> String) -> String {
+    let mut doc = format!("# {name}s\n\nOpening.\n\n");
+    for c in 0..count {
+        doc.push_str(&format!("## {name} {c}\n\n{}\n\n", lead(c)));
+        for j in 0..150 {
+            doc.push_str(&format!(
+                "### {name} {c} part {j} about the harbour cranes\n\n{}\n\n",
+                filler(c * 1000 + j, 60)
+            ));
+        }
+    }
+    doc
+}
+
 /// Asserts that `result` is within the default bound and carries no cut.
 #[track_caller]
 fn assert_bounded(result: &Reply, bound: usize) {
@@ -93,17 +110,8 @@ async fn many_nested_anchors_record_only_what_the_result_holds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outlines_near_the_bound_are_named_not_cut() {
     let dir = tempfile::tempdir().unwrap();
-    let mut doc = "# Big book\n\nOpening.\n\n".to_string();
-    for c in 0..16 {
-        doc.push_str(&format!("## Chapter {c}\n\n"));
-        for j in 0..150 {
-            doc.push_str(&format!(
-                "### Chapter {c} part {j} about the harbour cranes\n\n{}\n\n",
-                filler(c * 1000 + j, 60)
-            ));
-        }
-    }
-    std::fs::write(dir.path().join("big.md"), &doc).unwrap();
+    let doc = chapters("Chapter", 16, |c| format!("Chapter {c} begins."));
+    std::fs::write(dir.path().join("big.md"), doc).unwrap();
     let mcp = Mcp::start(&root_args(dir.path(), &["--page-bytes", "38214"])).await;
     let anchors: Vec<String> = (0..16).map(|c| format!("chapter-{c}")).collect();
     let first = mcp
@@ -187,6 +195,42 @@ async fn a_lookups_reads_with_long_titles_keep_the_bound_and_record_what_they_ca
         "{held} sections read: {}",
         found.text
     );
+    mcp.stop().await;
+}
+
+/// Item 2, with outlines: under `--page-bytes 12000` a lookup reads three
+/// sections of one document, each over the outline threshold, so each
+/// comes as a ~6 KB outline. Each outline is charged at its size within
+/// what the rows leave: a section answers `outline unchanged` afterwards
+/// only if its outline is in the lookup's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lookups_read_outlines_are_recorded_only_when_they_went_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = chapters("Dock", 3, |c| format!("The quokkaline dock {c}."));
+    std::fs::write(dir.path().join("yard.md"), doc).unwrap();
+    let mcp = Mcp::start(&root_args(dir.path(), &["--page-bytes", "12000"])).await;
+    let found = mcp
+        .call(
+            "mark_lookup",
+            json!({"query": "quokkaline", "match": "body", "read": 3}),
+        )
+        .await;
+    assert_bounded(&found, 16_000);
+    assert!(found.body().contains("(outline):\n"), "{}", found.text);
+    for c in 0..3 {
+        let again = mcp.fetch(&format!("/yard.md#dock-{c}")).await;
+        let in_found = found.body().contains(&format!("#dock-{c} (outline):\n"))
+            || found
+                .body()
+                .contains(&format!("mode: outline\nsection: #dock-{c}\n"));
+        assert_eq!(
+            again.status() == "unchanged",
+            in_found,
+            "dock {c}: {}\n---\n{}",
+            again.text,
+            found.text
+        );
+    }
     mcp.stop().await;
 }
 
