@@ -12,7 +12,7 @@ use crate::dedup::{
 use crate::envelope::{MAX_FIELD_BYTES, ToolText, one_line, size_line};
 use crate::outbox::SessionDelivery;
 use crate::paging::{Cursor, cursor_argument, page_ranges};
-use crate::result::{Built, Held, ResultBuilder, field_bytes};
+use crate::result::{Built, Held, ResultBuilder, escape_framing, field_bytes};
 use crate::session::{CachedDoc, Freshness, Loaded, Session, short};
 use markdown_slice::{
     Block, Document, Heading, OutlineOptions, Part as Named, PartMiss, SectionHashes, diff_sections,
@@ -261,12 +261,13 @@ impl Part {
         }
     }
 
-    /// What the part takes of the text among several: its piece and the
-    /// blank line before it.
+    /// What the part takes of the text among several: its piece as the
+    /// result builder will add it (escaped) and the blank line before it,
+    /// so a planned part is never refused when it is added.
     fn cost(&self) -> usize {
         match self.kind {
             PartKind::Skipped => 0,
-            _ => self.piece().len() + 2,
+            _ => escape_framing(&self.piece()).len() + 2,
         }
     }
 }

@@ -9,7 +9,7 @@ mod support;
 use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
-use support::{Mcp, Reply};
+use support::{Mcp, PublishingServer, Reply};
 
 fn root_args(root: &Path, extra: &[&str]) -> Vec<String> {
     let mut args = vec!["--root".to_string(), root.display().to_string()];
@@ -294,6 +294,51 @@ async fn read_earlier_only_for_the_text_as_it_is_now() {
     );
     assert!(read_earlier(&after).is_empty(), "{}", after.text);
     mcp.stop().await;
+}
+
+/// Item 3 in a versioned store: after another writer publishes v2 of the
+/// note, a row of it is not `read earlier` for the reader who read v1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_earlier_only_for_the_version_a_store_has_now() {
+    let dir = notes();
+    let store = PublishingServer::start(dir.path());
+    let reader = Mcp::start(&store.server.reader_args(&["--fresh-for", "1s"])).await;
+    let writer = Mcp::start(&store.writer_args(&[])).await;
+    reader.fetch("/notes.md#deploy").await;
+    let ask = json!({"query": "deploy", "match": "body", "read": 0, "limit": 10});
+    let before = reader.call("mark_lookup", ask).await;
+    assert_eq!(
+        read_earlier(&before),
+        ["/notes.md#deploy"],
+        "{}",
+        before.text
+    );
+    let text = std::fs::read_to_string(dir.path().join("notes.md")).unwrap();
+    writer
+        .publish(
+            "/notes.md",
+            &text.replace(
+                "at night from the pier",
+                "at night, zebrafrost, from the pier",
+            ),
+            1,
+        )
+        .await
+        .assert_created("2");
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let ask = json!({"query": "zebrafrost deploy", "match": "body", "read": 0, "limit": 10});
+    let after = reader.call("mark_lookup", ask).await;
+    assert!(
+        after
+            .rows()
+            .iter()
+            .any(|r| r.starts_with("/notes.md#deploy")),
+        "{}",
+        after.text
+    );
+    assert!(read_earlier(&after).is_empty(), "{}", after.text);
+    reader.stop().await;
+    writer.stop().await;
 }
 
 /// Item 4: `force: true` re-sends the sections a lookup reads, as it
