@@ -254,6 +254,45 @@ fn read_earlier(reply: &Reply) -> Vec<String> {
         .collect()
 }
 
+/// The note of [`notes`] with its `#deploy` section rewritten.
+fn rewritten(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("notes.md"))
+        .unwrap()
+        .replace(
+            "at night from the pier",
+            "at night, zebrafrost, from the pier",
+        )
+}
+
+/// Reads `#deploy` through `mcp` and checks that a lookup row then says
+/// `read earlier` for it, and for it only (the copy is another file).
+async fn read_the_deploy_section(mcp: &Mcp) {
+    mcp.fetch("/notes.md#deploy").await;
+    let ask = json!({"query": "deploy", "match": "body", "read": 0, "limit": 10});
+    let before = mcp.call("mark_lookup", ask).await;
+    assert_eq!(
+        read_earlier(&before),
+        ["/notes.md#deploy"],
+        "{}",
+        before.text
+    );
+}
+
+/// Once `--fresh-for 1s` lapsed, a lookup matching the rewritten `#deploy`
+/// lists it, and no row says `read earlier`.
+async fn assert_the_rewrite_is_not_read_earlier(mcp: &Mcp) {
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let ask = json!({"query": "zebrafrost deploy", "match": "body", "read": 0, "limit": 10});
+    let after = mcp.call("mark_lookup", ask).await;
+    let rows = after.rows();
+    assert!(
+        rows.iter().any(|r| r.starts_with("/notes.md#deploy")),
+        "{}",
+        after.text
+    );
+    assert!(read_earlier(&after).is_empty(), "{}", after.text);
+}
+
 /// Item 3: a row says `read earlier` only for text the session sent at the
 /// version the document has now. A section rewritten since it was read is
 /// not `read earlier` (once `--fresh-for` lapsed the document is asked
@@ -262,37 +301,9 @@ fn read_earlier(reply: &Reply) -> Vec<String> {
 async fn read_earlier_only_for_the_text_as_it_is_now() {
     let dir = notes();
     let mcp = Mcp::start(&root_args(dir.path(), &["--fresh-for", "1s"])).await;
-    let ask = json!({"query": "deploy", "match": "body", "read": 0, "limit": 10});
-    mcp.fetch("/notes.md#deploy").await;
-    let before = mcp.call("mark_lookup", ask.clone()).await;
-    assert_eq!(
-        read_earlier(&before),
-        ["/notes.md#deploy"],
-        "the copy is another file: {}",
-        before.text
-    );
-    let path = dir.path().join("notes.md");
-    let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(
-        &path,
-        text.replace(
-            "at night from the pier",
-            "at night, zebrafrost, from the pier",
-        ),
-    )
-    .unwrap();
-    tokio::time::sleep(Duration::from_millis(1_200)).await;
-    let ask = json!({"query": "zebrafrost deploy", "match": "body", "read": 0, "limit": 10});
-    let after = mcp.call("mark_lookup", ask).await;
-    assert!(
-        after
-            .rows()
-            .iter()
-            .any(|r| r.starts_with("/notes.md#deploy")),
-        "{}",
-        after.text
-    );
-    assert!(read_earlier(&after).is_empty(), "{}", after.text);
+    read_the_deploy_section(&mcp).await;
+    std::fs::write(dir.path().join("notes.md"), rewritten(dir.path())).unwrap();
+    assert_the_rewrite_is_not_read_earlier(&mcp).await;
     mcp.stop().await;
 }
 
@@ -304,39 +315,12 @@ async fn read_earlier_only_for_the_version_a_store_has_now() {
     let store = PublishingServer::start(dir.path());
     let reader = Mcp::start(&store.server.reader_args(&["--fresh-for", "1s"])).await;
     let writer = Mcp::start(&store.writer_args(&[])).await;
-    reader.fetch("/notes.md#deploy").await;
-    let ask = json!({"query": "deploy", "match": "body", "read": 0, "limit": 10});
-    let before = reader.call("mark_lookup", ask).await;
-    assert_eq!(
-        read_earlier(&before),
-        ["/notes.md#deploy"],
-        "{}",
-        before.text
-    );
-    let text = std::fs::read_to_string(dir.path().join("notes.md")).unwrap();
+    read_the_deploy_section(&reader).await;
     writer
-        .publish(
-            "/notes.md",
-            &text.replace(
-                "at night from the pier",
-                "at night, zebrafrost, from the pier",
-            ),
-            1,
-        )
+        .publish("/notes.md", &rewritten(dir.path()), 1)
         .await
         .assert_created("2");
-    tokio::time::sleep(Duration::from_millis(1_200)).await;
-    let ask = json!({"query": "zebrafrost deploy", "match": "body", "read": 0, "limit": 10});
-    let after = reader.call("mark_lookup", ask).await;
-    assert!(
-        after
-            .rows()
-            .iter()
-            .any(|r| r.starts_with("/notes.md#deploy")),
-        "{}",
-        after.text
-    );
-    assert!(read_earlier(&after).is_empty(), "{}", after.text);
+    assert_the_rewrite_is_not_read_earlier(&reader).await;
     reader.stop().await;
     writer.stop().await;
 }
