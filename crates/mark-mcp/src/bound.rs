@@ -7,11 +7,16 @@
 //! measures; 48,000 bytes is also under its 25,000-token limit for any
 //! script.
 //!
-//! Each capability keeps its own text within `--page-bytes` (pages, budgets,
-//! bounded lines); [`fit`] is the last guard every result passes through, and
-//! it says what it cut.
+//! Every read result is made by [`crate::result::ResultBuilder`], which
+//! charges each part against this bound before adding it; a result that
+//! delivers nothing is shortened by [`crate::result::ResultBuilder::shorten`].
+//! [`fit`] is the assertion every result passes on its way out: it never
+//! fires (a debug build panics if it would; [`cuts`] counts it for tests;
+//! a release build still cuts, so an agent never gets more than the bound).
 
 use crate::envelope::ToolText;
+use crate::result::ResultBuilder;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Default of `--page-bytes`: the text one result carries at most.
 pub const DEFAULT_PAGE_BYTES: usize = 44_000;
@@ -25,80 +30,49 @@ pub fn result_bound(page_bytes: usize) -> usize {
     page_bytes.saturating_add(ENVELOPE_ALLOWANCE)
 }
 
-/// One metadata value is cut to this many bytes by [`fit`].
-const FIELD_BYTES: usize = 600;
-/// Room for the line [`fit`] ends a cut text with (and its newlines).
-const FOOTER_BYTES: usize = 160;
+/// Results [`fit`] found over the bound in this process (0, always).
+static CUTS: AtomicUsize = AtomicUsize::new(0);
 
-/// `t` as it is when its rendering is within `result_bound(page_bytes)`;
-/// else with over-long metadata values and then the text cut (at a line end
-/// when there is one in the last quarter), ending with a line that says how
-/// many bytes were left out.
-pub fn fit(mut t: ToolText, page_bytes: usize) -> ToolText {
+/// How many results [`fit`] found over the bound in this process.
+pub fn cuts() -> usize {
+    CUTS.load(Ordering::Relaxed)
+}
+
+/// `t` as it is: its rendering is within `result_bound(page_bytes)`, since
+/// the result builder made it so. Were it not, a debug build stops here,
+/// and a release build counts it ([`cuts`]) and shortens it.
+pub fn fit(t: ToolText, page_bytes: usize) -> ToolText {
     let bound = result_bound(page_bytes);
-    if t.render().len() <= bound {
+    let len = t.rendered_len();
+    if len <= bound {
         return t;
     }
-    for (_, value) in &mut t.fields {
-        if value.len() > FIELD_BYTES {
-            let cut = value.floor_char_boundary(FIELD_BYTES - 3);
-            value.truncate(cut);
-            value.push('…');
-        }
-    }
-    let overhead = t.render().len() - t.text.len();
-    let room = bound.saturating_sub(overhead + FOOTER_BYTES);
-    if t.text.len() > room {
-        let mut cut = t.text.floor_char_boundary(room);
-        if let Some(nl) = t.text[..cut].rfind('\n').filter(|&nl| nl >= cut / 4 * 3) {
-            cut = nl + 1;
-        }
-        let left_out = t.text.len() - cut;
-        t.text.truncate(cut);
-        t.text.push_str(&format!(
-            "\n[cut at the {bound}-byte result bound: {left_out} bytes left out; ask for less, e.g. one url#anchor]\n"
-        ));
-    }
-    t
+    CUTS.fetch_add(1, Ordering::Relaxed);
+    debug_assert!(
+        false,
+        "a {len}-byte result passed the {bound}-byte bound: it was not made by the result builder"
+    );
+    ResultBuilder::shorten(t, page_bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
     #[test]
-    fn a_result_within_the_bound_is_left_alone() {
+    fn a_result_within_the_bound_passes_as_it_is() {
         let t = ToolText::new("ok").with("mode", "full").with_text("# A\n");
         assert_eq!(fit(t.clone(), 100), t);
+        assert_eq!(t.rendered_len(), t.render().len());
     }
 
     #[test]
-    fn an_over_long_result_is_cut_and_says_so() {
-        let t = ToolText::new("ok").with_text("line\n".repeat(20_000));
-        let cut = fit(t, 10_000);
-        assert!(cut.render().len() <= result_bound(10_000));
-        assert!(
-            cut.text
-                .ends_with("bytes left out; ask for less, e.g. one url#anchor]\n")
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "not made by the result builder")]
+    fn a_result_over_the_bound_stops_a_debug_build() {
+        fit(
+            ToolText::new("ok").with_text("line\n".repeat(20_000)),
+            10_000,
         );
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
-
-        #[test]
-        fn fit_always_keeps_the_bound(
-            text in "([a-zé潮🌊]{0,120}\n?){0,120}",
-            note_len in 0usize..20_000,
-            page_bytes in 0usize..6_000,
-        ) {
-            let t = ToolText::new("ok")
-                .with("note", "é".repeat(note_len))
-                .with("title", "t".repeat(note_len / 2))
-                .with_text(text);
-            let rendered = fit(t, page_bytes).render();
-            prop_assert!(rendered.len() <= result_bound(page_bytes), "{}", rendered.len());
-        }
     }
 }

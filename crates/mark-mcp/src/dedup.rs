@@ -3,7 +3,7 @@
 //! caller passes `now`; records expire after a TTL because clients compact
 //! their context and may have lost what they read.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 /// Which version of a document was read: the store's version and etag.
@@ -206,8 +206,29 @@ struct DocRecord<H> {
     last: Identity,
     /// `None` once dropped to keep the log within its bound.
     snapshot: Option<H>,
-    at: Instant,
+    /// When it was last sent, and its place in the log's index by time.
+    stamp: Stamp,
     slices: HashMap<Slice, SliceRecord>,
+    /// What it weighs (see [`doc_weight`]), kept for the running count.
+    weight: usize,
+}
+
+/// A derived answer's record.
+#[derive(Debug)]
+struct AnswerRecord {
+    digest: TextDigest,
+    stamp: Stamp,
+}
+
+/// When a record was last sent, and a number that orders records sent at
+/// the same instant: its key in the log's indexes by time.
+type Stamp = (Instant, u64);
+
+/// A record of the log, as its index by time names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum RecordKey {
+    Doc(String),
+    Answer(AnswerKey),
 }
 
 /// Whether every page of a slice was sent (see [`DeliveryLog::pages_sent`]).
@@ -223,15 +244,32 @@ const RECORD_OVERHEAD: usize = 64;
 /// function given to [`DeliveryLog::new`]; the log keeps its records within
 /// `max_bytes`, dropping the least recently sent snapshots first, then
 /// whole records.
+///
+/// Its work is bounded (DESIGN.md wave-3 rule 9): a running byte count and
+/// two indexes by the time each record was last sent (every record; the
+/// documents that keep a snapshot) make a commit cost the record it
+/// touches plus what it expires or drops, oldest first, never a walk of
+/// the whole log. The index by time is also where "what did this session
+/// read, and since when" is answered.
 #[derive(Debug)]
 pub struct DeliveryLog<H> {
     docs: HashMap<String, DocRecord<H>>,
-    answers: HashMap<AnswerKey, (TextDigest, Instant)>,
+    answers: HashMap<AnswerKey, AnswerRecord>,
+    /// Every record, oldest sent first.
+    by_time: BTreeMap<Stamp, RecordKey>,
+    /// The documents that keep a snapshot, oldest sent first.
+    snapshots_by_time: BTreeMap<Stamp, String>,
+    /// What the records weigh, kept as they change.
+    used: usize,
+    /// The next stamp's order number.
+    next: u64,
     ttl: Duration,
     max_bytes: usize,
     weigh: fn(&H) -> usize,
     /// Snapshots or records dropped to keep within `max_bytes`.
     dropped: usize,
+    /// Records visited by expiry, the bound and commits (see [`DeliveryLog::work_done`]).
+    work: usize,
 }
 
 fn doc_weight<H>(path: &str, doc: &DocRecord<H>, weigh: fn(&H) -> usize) -> usize {
@@ -256,10 +294,15 @@ impl<H: Clone> DeliveryLog<H> {
         DeliveryLog {
             docs: HashMap::new(),
             answers: HashMap::new(),
+            by_time: BTreeMap::new(),
+            snapshots_by_time: BTreeMap::new(),
+            used: 0,
+            next: 0,
             ttl,
             max_bytes,
             weigh,
             dropped: 0,
+            work: 0,
         }
     }
 
@@ -267,27 +310,46 @@ impl<H: Clone> DeliveryLog<H> {
         now.saturating_duration_since(at) < self.ttl
     }
 
+    fn stamp(&mut self, at: Instant) -> Stamp {
+        self.next += 1;
+        (at, self.next)
+    }
+
+    /// Drops the records last sent a TTL or more before `now`, oldest first.
     fn expire(&mut self, now: Instant) {
         let ttl = self.ttl;
-        let alive = |at: Instant| now.saturating_duration_since(at) < ttl;
-        self.docs.retain(|_, doc| {
-            doc.slices.retain(|_, r| {
-                r.sent.retain(|(_, at)| alive(*at));
-                !r.sent.is_empty()
-            });
-            alive(doc.at)
-        });
-        self.answers.retain(|_, (_, at)| alive(*at));
+        while let Some(entry) = self.by_time.first_entry() {
+            if now.saturating_duration_since(entry.key().0) < ttl {
+                break;
+            }
+            let key = entry.remove();
+            self.work += 1;
+            self.remove(&key);
+        }
+    }
+
+    /// Removes one record, its weight and its index entries.
+    fn remove(&mut self, key: &RecordKey) {
+        match key {
+            RecordKey::Doc(path) => {
+                if let Some(doc) = self.docs.remove(path) {
+                    self.by_time.remove(&doc.stamp);
+                    self.snapshots_by_time.remove(&doc.stamp);
+                    self.used -= doc.weight;
+                }
+            }
+            RecordKey::Answer(k) => {
+                if let Some(a) = self.answers.remove(k) {
+                    self.by_time.remove(&a.stamp);
+                    self.used -= k.weight();
+                }
+            }
+        }
     }
 
     /// Bytes the records weigh now.
     pub fn bytes_used(&self) -> usize {
-        let docs: usize = self
-            .docs
-            .iter()
-            .map(|(p, d)| doc_weight(p, d, self.weigh))
-            .sum();
-        docs + self.answers.keys().map(AnswerKey::weight).sum::<usize>()
+        self.used
     }
 
     /// How many snapshots or records were dropped to keep the bound.
@@ -295,44 +357,33 @@ impl<H: Clone> DeliveryLog<H> {
         self.dropped
     }
 
+    /// How many records commits, expiry and the bound visited so far: a
+    /// measure of the log's work that its tests bound (linear in the
+    /// commits, whatever the size of the log).
+    pub fn work_done(&self) -> usize {
+        self.work
+    }
+
     /// Drops the least recently sent snapshots, then records, until the
     /// log fits its bound.
     fn keep_within_bound(&mut self) {
-        let mut used = self.bytes_used();
-        while used > self.max_bytes {
-            let weigh = self.weigh;
-            let with_snapshot = self
-                .docs
-                .iter_mut()
-                .filter(|(_, d)| d.snapshot.is_some())
-                .min_by_key(|(_, d)| d.at);
-            if let Some((_, doc)) = with_snapshot {
-                used -= doc.snapshot.take().as_ref().map_or(0, weigh);
+        while self.used > self.max_bytes {
+            self.work += 1;
+            if let Some((_, path)) = self.snapshots_by_time.pop_first() {
+                if let Some(doc) = self.docs.get_mut(&path)
+                    && let Some(snapshot) = doc.snapshot.take()
+                {
+                    let w = (self.weigh)(&snapshot);
+                    doc.weight -= w;
+                    self.used -= w;
+                }
                 self.dropped += 1;
                 continue;
             }
-            let oldest = self
-                .docs
-                .iter()
-                .min_by_key(|(_, d)| d.at)
-                .map(|(p, _)| p.clone());
-            let oldest_answer = self
-                .answers
-                .iter()
-                .min_by_key(|(_, (_, at))| *at)
-                .map(|(k, _)| k.clone());
-            match (oldest, oldest_answer) {
-                (Some(path), _) => {
-                    if let Some(doc) = self.docs.remove(&path) {
-                        used -= doc_weight(&path, &doc, weigh);
-                    }
-                }
-                (None, Some(key)) => {
-                    self.answers.remove(&key);
-                    used -= key.weight();
-                }
-                (None, None) => break,
-            }
+            let Some((_, key)) = self.by_time.pop_first() else {
+                break;
+            };
+            self.remove(&key);
             self.dropped += 1;
         }
     }
@@ -342,6 +393,9 @@ impl<H: Clone> DeliveryLog<H> {
     pub fn forget_all(&mut self) {
         self.docs.clear();
         self.answers.clear();
+        self.by_time.clear();
+        self.snapshots_by_time.clear();
+        self.used = 0;
     }
 
     /// Whether the derived answer `digest` under `key` was sent within the
@@ -349,23 +403,30 @@ impl<H: Clone> DeliveryLog<H> {
     pub fn answer_sent(&self, key: &AnswerKey, digest: &TextDigest, now: Instant) -> bool {
         self.answers
             .get(key)
-            .is_some_and(|(d, at)| d == digest && self.alive(*at, now))
+            .is_some_and(|a| a.digest == *digest && self.alive(a.stamp.0, now))
+    }
+
+    /// The version of `path` this session last read, within the TTL.
+    pub fn last_read(&self, path: &str, now: Instant) -> Option<Identity> {
+        self.docs
+            .get(path)
+            .filter(|d| self.alive(d.stamp.0, now))
+            .map(|d| d.last.clone())
     }
 
     /// Whether the agent was sent `slice` of `path`, or the whole body, in
-    /// full (every page) at the version this session last read, within the
-    /// TTL: it holds that text, as of that read. What a lookup row says
-    /// (`read earlier`); no source is asked whether it is still current.
-    pub fn holds(&self, path: &str, slice: &Slice, now: Instant) -> bool {
-        let Some(doc) = self.docs.get(path).filter(|d| self.alive(d.at, now)) else {
+    /// full (every page) at `current` (the version the document has now,
+    /// which the caller knows: DESIGN.md wave-3 rule 3), within the TTL:
+    /// what a lookup row says (`read earlier`).
+    pub fn holds(&self, path: &str, slice: &Slice, current: &Identity, now: Instant) -> bool {
+        let Some(doc) = self.docs.get(path).filter(|d| self.alive(d.stamp.0, now)) else {
             return false;
         };
         [slice, &Slice::Body].into_iter().any(|s| {
-            self.pages_sent(doc, s, &doc.last, now)
+            self.pages_sent(doc, s, current, now)
                 .is_some_and(|p| all_pages(&p))
         })
     }
-
     /// How many pages `slice` of `doc` has and which of them were sent
     /// within the TTL, when they were sent at `identity` (a known one).
     fn pages_sent(
@@ -397,7 +458,7 @@ impl<H: Clone> DeliveryLog<H> {
         current: &Identity,
         now: Instant,
     ) -> Option<(Identity, Option<H>)> {
-        let doc = self.docs.get(path).filter(|d| self.alive(d.at, now))?;
+        let doc = self.docs.get(path).filter(|d| self.alive(d.stamp.0, now))?;
         doc.last
             .differs_from(current)
             .then(|| (doc.last.clone(), doc.snapshot.clone()))
@@ -422,7 +483,7 @@ impl<H: Clone> DeliveryLog<H> {
             page,
         } = *wanted;
         let changed_from = self.changed_from(path, current, now);
-        let Some(doc) = self.docs.get(path).filter(|d| self.alive(d.at, now)) else {
+        let Some(doc) = self.docs.get(path).filter(|d| self.alive(d.stamp.0, now)) else {
             return Decision::Deliver { changed_from };
         };
         if force {
@@ -470,15 +531,33 @@ impl<H: Clone> DeliveryLog<H> {
                 at,
             } => {
                 self.expire(at);
-                let doc = self.docs.entry(path).or_insert_with(|| DocRecord {
-                    last: identity.clone(),
-                    snapshot: None,
-                    at,
-                    slices: HashMap::new(),
-                });
+                self.work += 1;
+                let stamp = self.stamp(at);
+                let ttl = self.ttl;
+                let mut doc = match self.docs.remove(&path) {
+                    Some(doc) => {
+                        self.by_time.remove(&doc.stamp);
+                        self.snapshots_by_time.remove(&doc.stamp);
+                        self.used -= doc.weight;
+                        doc
+                    }
+                    None => DocRecord {
+                        last: identity.clone(),
+                        snapshot: None,
+                        stamp,
+                        slices: HashMap::new(),
+                        weight: 0,
+                    },
+                };
                 doc.last = identity.clone();
                 doc.snapshot = Some(snapshot);
-                doc.at = at;
+                doc.stamp = stamp;
+                // This record's own expired pages go as it changes.
+                let alive = |sent: Instant| at.saturating_duration_since(sent) < ttl;
+                doc.slices.retain(|_, r| {
+                    r.sent.retain(|(_, sent)| alive(*sent));
+                    !r.sent.is_empty()
+                });
                 if let Some((slice, page)) = part {
                     let record = doc.slices.entry(slice).or_insert_with(|| SliceRecord {
                         identity: identity.clone(),
@@ -495,10 +574,20 @@ impl<H: Clone> DeliveryLog<H> {
                     record.sent.retain(|(p, _)| *p != page.number);
                     record.sent.push((page.number, at));
                 }
+                doc.weight = doc_weight(&path, &doc, self.weigh);
+                self.used += doc.weight;
+                self.by_time.insert(stamp, RecordKey::Doc(path.clone()));
+                self.snapshots_by_time.insert(stamp, path.clone());
+                self.docs.insert(path, doc);
             }
             Delivery::Answer { key, digest, at } => {
                 self.expire(at);
-                self.answers.insert(key, (digest, at));
+                self.work += 1;
+                self.remove(&RecordKey::Answer(key.clone()));
+                let stamp = self.stamp(at);
+                self.used += key.weight();
+                self.by_time.insert(stamp, RecordKey::Answer(key.clone()));
+                self.answers.insert(key, AnswerRecord { digest, stamp });
             }
         }
         self.keep_within_bound();
@@ -596,30 +685,133 @@ mod tests {
     }
 
     #[test]
-    fn the_log_holds_a_section_sent_whole_at_the_last_read_version() {
+    fn the_log_holds_a_section_sent_whole_at_the_version_asked_about() {
         let t0 = Instant::now();
         let mut log = log();
         let (intro, other) = (
             Slice::Section("intro".into()),
             Slice::Section("other".into()),
         );
-        assert!(!log.holds("/a.md", &intro, t0), "nothing sent");
+        let holds = |log: &DeliveryLog<_>, s: &Slice, v: &str, at: Instant| {
+            log.holds("/a.md", s, &id(v), at)
+        };
+        assert!(!holds(&log, &intro, "1", t0), "nothing sent");
+        assert_eq!(log.last_read("/a.md", t0), None);
         let page = |n, total| Some((intro.clone(), Page { number: n, total }));
         log.commit(sent("/a.md", page(1, 2), "1", t0));
-        assert!(!log.holds("/a.md", &intro, t0), "one page of two");
+        assert!(!holds(&log, &intro, "1", t0), "one page of two");
         log.commit(sent("/a.md", page(2, 2), "1", t0));
-        assert!(log.holds("/a.md", &intro, t0) && !log.holds("/a.md", &other, t0));
+        assert!(holds(&log, &intro, "1", t0) && !holds(&log, &other, "1", t0));
         log.commit(sent("/a.md", None, "2", t0));
-        assert!(
-            !log.holds("/a.md", &intro, t0),
-            "read again at v2: held only at v1"
-        );
+        assert_eq!(log.last_read("/a.md", t0), Some(id("2")));
+        assert!(!holds(&log, &intro, "2", t0), "held only at v1");
         log.commit(sent("/a.md", body(1, 1), "2", t0));
         assert!(
-            log.holds("/a.md", &other, t0),
+            holds(&log, &other, "2", t0),
             "the whole body holds every section"
         );
-        assert!(!log.holds("/a.md", &other, t0 + TTL), "expired");
+        assert!(!holds(&log, &other, "2", t0 + TTL), "expired");
+    }
+
+    /// Issue 26 item 3: a section read at v1 is not held once the document
+    /// is v2 (the caller passes the version it has now), even though v1 is
+    /// still the last version this session read.
+    #[test]
+    fn a_slice_read_at_an_older_version_is_not_held_now() {
+        let t0 = Instant::now();
+        let mut log = log();
+        let deploy = Slice::Section("deploy".into());
+        log.commit(sent(
+            "/notes.md",
+            Some((deploy.clone(), Page::WHOLE)),
+            "1",
+            t0,
+        ));
+        let last = log.last_read("/notes.md", t0).unwrap();
+        assert!(log.holds("/notes.md", &deploy, &last, t0));
+        assert!(!log.holds("/notes.md", &deploy, &id("2"), t0));
+        assert!(
+            !log.holds("/copy.md", &deploy, &last, t0),
+            "another file with the same identity holds nothing"
+        );
+    }
+
+    /// Issue 26 item 6: a commit costs the record it touches and what it
+    /// expires or drops, never a walk of the log: 20,000 commits into a
+    /// log holding them all, then as many over a bound that drops one
+    /// record per commit, visit a few records per commit (the walk per
+    /// commit this replaced visited 10^8 and more).
+    #[test]
+    fn the_log_does_linear_work_however_many_records_it_holds() {
+        const N: usize = 20_000;
+        let t0 = Instant::now();
+        let mut log: DeliveryLog<String> = DeliveryLog::new(TTL, usize::MAX, String::len);
+        let doc = |i: usize, at: Instant| Delivery::Doc {
+            path: format!("/d{i}.md"),
+            part: body(1, 1),
+            identity: id("1"),
+            snapshot: "h".repeat(100),
+            at,
+        };
+        for i in 0..N {
+            log.commit(doc(i, t0));
+        }
+        assert_eq!(log.docs.len(), N);
+        assert!(log.work_done() <= 2 * N, "{}", log.work_done());
+        let weight = log.bytes_used() / N;
+        let mut bounded: DeliveryLog<String> = DeliveryLog::new(TTL, 1_000 * weight, String::len);
+        for i in 0..2 * N {
+            bounded.commit(doc(i, t0 + Duration::from_millis(i as u64)));
+        }
+        assert!(bounded.bytes_used() <= 1_000 * weight);
+        assert!(bounded.dropped() > N, "{}", bounded.dropped());
+        assert!(bounded.work_done() <= 6 * N, "{}", bounded.work_done());
+        // Expiry, too, visits only what it drops.
+        let before = bounded.work_done();
+        bounded.commit(doc(0, t0 + TTL * 2));
+        assert_eq!(bounded.docs.len(), 1);
+        assert!(
+            bounded.work_done() - before <= 2_000,
+            "{}",
+            bounded.work_done() - before
+        );
+    }
+
+    /// The running byte count is what weighing every record gives.
+    #[test]
+    fn the_running_count_matches_the_records() {
+        let t0 = Instant::now();
+        let mut log: DeliveryLog<String> = DeliveryLog::new(TTL, 5_000, String::len);
+        for i in 0..200u64 {
+            let at = t0 + Duration::from_secs(i * 30);
+            let path = format!("/d{}.md", i % 7);
+            let part = (i % 3 == 0).then(|| (Slice::Section(format!("s{}", i % 5)), Page::WHOLE));
+            log.commit(Delivery::Doc {
+                path,
+                part,
+                identity: id(&(i % 4).to_string()),
+                snapshot: "x".repeat((i as usize * 37) % 900),
+                at,
+            });
+            log.commit(Delivery::Answer {
+                key: AnswerKey {
+                    tool: "lookup",
+                    subject: format!("q{}", i % 11),
+                    part: String::new(),
+                },
+                digest: answer_digest(&[&i.to_string()]),
+                at,
+            });
+            let weighed: usize = log
+                .docs
+                .iter()
+                .map(|(p, d)| doc_weight(p, d, String::len))
+                .sum::<usize>()
+                + log.answers.keys().map(AnswerKey::weight).sum::<usize>();
+            assert_eq!(log.bytes_used(), weighed, "after commit {i}");
+            assert!(log.bytes_used() <= 5_000);
+            assert_eq!(log.by_time.len(), log.docs.len() + log.answers.len());
+        }
     }
 
     #[test]

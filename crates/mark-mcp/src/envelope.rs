@@ -124,6 +124,25 @@ impl ToolText {
         fields
     }
 
+    /// The bytes [`ToolText::render`] gives, without rendering.
+    pub fn rendered_len(&self) -> usize {
+        let fields: usize = self
+            .fields
+            .iter()
+            .map(|(k, v)| k.len() + 2 + v.len() + 1)
+            .sum();
+        "status: ".len() + self.status.len() + 1 + fields + self.text_rendered_len()
+    }
+
+    /// The bytes the text takes in [`ToolText::render`]: the blank line
+    /// before it, and a closing newline when it has none.
+    pub fn text_rendered_len(&self) -> usize {
+        match self.text.len() {
+            0 => 0,
+            n => 1 + n + usize::from(!self.text.ends_with('\n')),
+        }
+    }
+
     /// The plain-text form: metadata lines, a blank line, the text.
     pub fn render(&self) -> String {
         let mut out = format!("status: {}\n", self.status);

@@ -14,7 +14,9 @@
 //!
 //! A card or page is recorded in the session's delivery log by a digest of
 //! its text: asking again for the same card of the same version answers
-//! `unchanged` in one line (`force` re-sends it), like `mark_fetch`.
+//! `unchanged` in one line (`force` re-sends it), like `mark_fetch`. The
+//! card goes out through a [`ResultBuilder`], which records it only when it
+//! went in whole.
 
 use crate::crawl::{
     CrawlProgress, CrawlWatcher, StopOnDrop, Unwatched, Waited, age_text, parent_dir,
@@ -24,8 +26,8 @@ use crate::envelope::{ToolText, one_line, size_line};
 use crate::fetch::change_note;
 use crate::keys::{graph_key, wire_path};
 use crate::list::{Completeness, entry_path};
-use crate::outbox::deliver as record;
 use crate::paging::cursor_argument;
+use crate::result::ResultBuilder;
 use crate::session::{CachedDoc, FolderListing, Freshness, Loaded, Session};
 use futures::future::BoxFuture;
 use link_graph::{Backlink, Coverage, LinkTarget};
@@ -830,8 +832,12 @@ fn deliver(
     }
     let note = changed_from
         .map(|(old, hashes)| change_note(&old, identity, hashes.as_deref(), &cached.hashes));
-    record(
-        session,
+    let mut b = ResultBuilder::for_page_bytes("ok", session.settings().page_bytes);
+    for (k, v) in &head.fields {
+        b.field(k, v);
+    }
+    b.field_opt("note", note.as_deref());
+    let sent = vec![
         Delivery::Doc {
             path: path.to_string(),
             part: None,
@@ -839,16 +845,16 @@ fn deliver(
             snapshot: Arc::clone(&cached.hashes),
             at: now,
         },
-    );
-    record(
-        session,
         Delivery::Answer {
             key,
             digest,
             at: now,
         },
-    );
-    head.with_opt("note", note).with_text(text)
+    ];
+    if let Err(_not_sent) = b.push(&text, sent) {
+        b.push_shortened(&text);
+    }
+    b.finish().send(session)
 }
 
 /// One page of one section, from the cursor's offset.
@@ -931,7 +937,7 @@ async fn page(
             force,
             now,
         ),
-        None => head.with_text(text),
+        None => ResultBuilder::shorten(head.with_text(text), session.settings().page_bytes),
     }
 }
 

@@ -1,13 +1,18 @@
 //! `mark_fetch`: a document, an outline, or sections, sized to fit the
 //! agent's budget and deduplicated against what this session delivered.
+//! The result is made by a [`ResultBuilder`]: each section, outline and
+//! line is charged before it goes in, and only what goes in is recorded
+//! as delivered.
 
+use crate::bound::result_bound;
 use crate::crawl::Unwatched;
 use crate::dedup::{
     AnswerKey, Decision, Delivery, Identity, Page, Slice, Wanted, document_answer_digest,
 };
-use crate::envelope::{ToolText, one_line, size_line};
-use crate::outbox::deliver;
+use crate::envelope::{MAX_FIELD_BYTES, ToolText, one_line, size_line};
+use crate::outbox::SessionDelivery;
 use crate::paging::{Cursor, cursor_argument, page_ranges};
+use crate::result::{Built, Held, ResultBuilder, escape_framing, field_bytes};
 use crate::session::{CachedDoc, Freshness, Loaded, Session, short};
 use markdown_slice::{
     Block, Document, Heading, OutlineOptions, Part as Named, PartMiss, SectionHashes, diff_sections,
@@ -95,23 +100,39 @@ fn section_label<S: AsRef<str>>(
 
 /// Fetches `params.url` for the session at time `now`.
 pub async fn fetch(session: &Session, params: FetchParams, now: Instant) -> ToolText {
-    fetch_within(session, params, now, session.settings().page_bytes).await
+    let bound = result_bound(session.settings().page_bytes);
+    fetch_built(session, params, now, bound).await.send(session)
 }
 
-/// [`fetch`] with its text kept within `budget` bytes (`--page-bytes` at
-/// most): `mark_lookup`'s `read` delivers its hits' sections in what the
-/// rows leave of the result bound. A document too big for the budget comes
-/// as its outline; a section, as for several anchors, is only named.
-pub async fn fetch_within(
+/// [`fetch`] made within `bound` bytes in all (its text within
+/// `--page-bytes` too) and not sent yet: `mark_lookup`'s `read` puts its
+/// hits' sections in what the rows leave of its own result. A document too
+/// big for what is left comes as its outline; a section, as for several
+/// anchors, is only named.
+pub async fn fetch_built(
     session: &Session,
     params: FetchParams,
     now: Instant,
-    budget: usize,
-) -> ToolText {
-    let target = match session.resolve_argument(&params.url, now, &Unwatched).await {
-        Ok(t) => t,
-        Err(e) => return ToolText::error(e),
-    };
+    bound: usize,
+) -> Built {
+    match fetch_within(session, params, now, bound).await {
+        Ok(built) => built,
+        Err(t) => Built::delivering_nothing(t, bound),
+    }
+}
+
+/// [`fetch_built`], or the answer that is not the document (an error, the
+/// source's status).
+async fn fetch_within(
+    session: &Session,
+    params: FetchParams,
+    now: Instant,
+    bound: usize,
+) -> Result<Built, ToolText> {
+    let target = session
+        .resolve_argument(&params.url, now, &Unwatched)
+        .await
+        .map_err(ToolText::error)?;
     let mut anchors: Vec<String> = Vec::new();
     for a in target.fragment.into_iter().chain(params.anchors) {
         let a = a.trim().trim_start_matches('#').to_string();
@@ -119,18 +140,15 @@ pub async fn fetch_within(
             anchors.push(a);
         }
     }
-    let cursor = match cursor_argument(params.cursor.as_deref(), Cursor::parse) {
-        Ok(c) => c,
-        Err(c) => {
-            return ToolText::error(format!(
-                "cursor `{c}` is not one mark-mcp gave; fetch again without a cursor"
-            ));
-        }
-    };
+    let cursor = cursor_argument(params.cursor.as_deref(), Cursor::parse).map_err(|c| {
+        ToolText::error(format!(
+            "cursor `{c}` is not one mark-mcp gave; fetch again without a cursor"
+        ))
+    })?;
     if cursor.is_some() && anchors.len() > 1 {
-        return ToolText::error(
+        return Err(ToolText::error(
             "a cursor pages one section at a time; fetch url#anchor with the cursor",
-        );
+        ));
     }
     // `force` asks the source again (conditionally), even within --fresh-for.
     let freshness = if params.force {
@@ -140,39 +158,61 @@ pub async fn fetch_within(
     };
     let cached = match session.load_with(&target.path, now, freshness).await {
         Loaded::Doc(d) => d,
-        Loaded::Answer(t) => return t,
+        Loaded::Answer(t) => return Err(t),
     };
     if let Some(c) = &cursor
         && !c.matches(cached.identity.etag.as_deref())
     {
-        return ToolText::error(format!(
+        return Err(ToolText::error(format!(
             "{} changed since that cursor was given (now {}); fetch it again without a cursor",
             target.path,
             cached.identity.label()
-        ));
+        )));
     }
-    let view = View {
+    // The header and the lines that close the result are held first: the
+    // sections get what is left, `--page-bytes` at most.
+    let mut builder = ResultBuilder::new("ok", bound);
+    let header = builder.hold(header_bytes(&cached));
+    let closing = builder.hold(NOT_INCLUDED_BYTES);
+    let budget = builder
+        .room()
+        .saturating_sub(TEXT_FRAME_BYTES)
+        .min(session.settings().page_bytes);
+    let mut view = View {
         session,
         path: &target.path,
         cached: &cached,
         mode: params.mode.unwrap_or_default(),
         force: params.force,
         now,
-        budget: budget.min(session.settings().page_bytes),
+        budget,
+        left: budget,
     };
     let parts = if anchors.is_empty() {
-        match view.whole(cursor.as_ref()) {
-            Ok(part) => vec![part],
-            Err(e) => return e,
-        }
+        vec![view.whole(cursor.as_ref())?]
     } else {
-        match view.sections(&anchors, cursor.as_ref()) {
-            Ok(parts) => parts,
-            Err(e) => return e,
-        }
+        view.sections(&anchors, cursor.as_ref())?
     };
-    view.compose(parts)
+    Ok(view.compose(parts, builder, [header, closing]))
 }
+
+/// The most bytes of header lines a fetch result has: version, title, mode,
+/// section, size, page and note.
+fn header_bytes(cached: &CachedDoc) -> usize {
+    let value = |v: Option<&str>| v.map_or(0, |v| v.len().min(MAX_FIELD_BYTES));
+    field_bytes("version", value(cached.identity.version.as_deref()))
+        + field_bytes("title", value(cached.doc.title()))
+        + field_bytes("mode", "unchanged".len())
+        + field_bytes("section", MAX_FIELD_BYTES)
+        + field_bytes("size", 48)
+        + field_bytes("page", 24)
+        + field_bytes("note", MAX_FIELD_BYTES)
+}
+
+/// The most bytes of the line naming the sections not included.
+const NOT_INCLUDED_BYTES: usize = NAMES_BYTES + 160;
+/// The blank line before a text and its closing newline.
+const TEXT_FRAME_BYTES: usize = 2;
 
 /// One delivered piece of a fetch result.
 #[derive(Debug)]
@@ -189,6 +229,11 @@ struct Part {
     /// The earlier delivery when the document changed since (its section
     /// hashes, unless the delivery log dropped them to keep its bound).
     changed_from: Option<ChangedFrom>,
+    /// Whether the agent has this part's whole text once the result is
+    /// sent: sent whole now, or held unchanged (so a part inside it is too).
+    whole_text: bool,
+    /// What sending this part records (only if it goes into the result).
+    deliveries: Vec<SessionDelivery>,
 }
 
 impl Part {
@@ -201,6 +246,28 @@ impl Part {
             size: size_line(text),
             page: None,
             changed_from: None,
+            whole_text: false,
+            deliveries: Vec::new(),
+        }
+    }
+
+    /// The part as it stands among several: `#a: unchanged …`, `#a
+    /// (outline):` and the outline, or the text.
+    fn piece(&self) -> String {
+        match self.kind {
+            PartKind::Unchanged => format!("{}: {}", self.label, self.text),
+            PartKind::Outline => format!("{} (outline):\n{}", self.label, self.text),
+            _ => self.text.trim_end().to_string(),
+        }
+    }
+
+    /// What the part takes of the text among several: its piece as the
+    /// result builder will add it (escaped) and the blank line before it,
+    /// so a planned part is never refused when it is added.
+    fn cost(&self) -> usize {
+        match self.kind {
+            PartKind::Skipped => 0,
+            _ => escape_framing(&self.piece()).len() + 2,
         }
     }
 }
@@ -211,10 +278,15 @@ const MIN_PART_BYTES: usize = 200;
 /// included" line.
 const NAMES_BYTES: usize = 400;
 
-/// `#a, #b, #c` while it fits in `max` bytes, then `+N more`.
+/// `#a, #b, #c` while it fits in `max` bytes, then `+N more` (a first
+/// name longer than `max` is cut, so one is always shown).
 fn names_within(names: &[&str], max: usize) -> String {
     let mut out = String::new();
     for (i, name) in names.iter().enumerate() {
+        if i == 0 && name.len() > max {
+            out.push_str(&one_line(name, max / 2));
+            continue;
+        }
         if out.len() + name.len() + 2 > max {
             out.push_str(&format!(", +{} more", names.len() - i));
             break;
@@ -262,9 +334,11 @@ struct View<'a> {
     now: Instant,
     /// The most text bytes this result may carry.
     budget: usize,
+    /// What is left of `budget` for the parts not planned yet.
+    left: usize,
 }
 
-impl View<'_> {
+impl<'a> View<'a> {
     fn threshold(&self) -> usize {
         self.session.settings().outline_threshold
     }
@@ -297,77 +371,128 @@ impl View<'_> {
         }
     }
 
-    fn sections(&self, anchors: &[String], cursor: Option<&Cursor>) -> Result<Vec<Part>, ToolText> {
-        let doc = &self.cached.doc;
+    fn sections(
+        &mut self,
+        anchors: &[String],
+        cursor: Option<&Cursor>,
+    ) -> Result<Vec<Part>, ToolText> {
+        let cached: &'a CachedDoc = self.cached;
+        let doc = &cached.doc;
         let named = anchors
             .iter()
             .map(|a| self.find(a))
             .collect::<Result<Vec<_>, _>>()?;
-        // What is left of the text bound: every piece shown costs its text
-        // and label; once too little is left, the rest are only named (and,
-        // not shown, not recorded as delivered).
-        let mut budget = self.budget;
-        let mut parts = Vec::with_capacity(named.len());
+        // Each text comes once in this call: the same section named twice
+        // (by anchor and by heading text) once, and one inside another
+        // named section (before or after it) only as a line pointing there,
+        // once that section is known to come whole. So the parts not inside
+        // another named one are planned first, in order, then those inside.
+        let mut parts: Vec<Option<Part>> = named.iter().map(|_| None).collect();
+        let mut inside = Vec::new();
         for (i, n) in named.iter().copied().enumerate() {
-            // The same section named twice (by anchor and by heading text)
-            // is delivered once, and one inside another named section (before
-            // or after it) only as that: each text comes once in this call.
             if named[..i].iter().any(|e| e.range() == n.range()) {
                 continue;
             }
-            let (text, label, enclosing) = match n {
-                Named::Section(h) => (
-                    doc.section_text(h),
-                    section_label(doc, h, &self.cached.repeated_headings),
-                    self.enclosing(h),
-                ),
-                Named::Block(b) => (
-                    doc.block_text(b),
-                    format!("#^{}", b.id),
-                    self.enclosing_block(b),
-                ),
-            };
-            if let Some(Slice::Section(outer)) = named
+            let enclosing = self.enclosing_of(n);
+            // The outermost named part holding this one.
+            let outer = named
                 .iter()
-                .map(|e| part_slice(doc, *e))
-                .find(|s| enclosing.contains(s))
-            {
-                parts.push(Part {
-                    text: format!("inside #{outer} in this result"),
-                    label,
-                    kind: PartKind::Unchanged,
-                    size: size_line(text),
-                    page: None,
-                    changed_from: None,
-                });
-                continue;
+                .enumerate()
+                .filter(|(_, e)| enclosing.contains(&part_slice(doc, **e)))
+                .max_by_key(|(_, e)| e.range().len())
+                .map(|(o, _)| o);
+            match outer {
+                Some(o) => inside.push((i, o)),
+                None => parts[i] = Some(self.plan(n, &enclosing, cursor)?),
             }
-            let part = match n {
-                _ if budget < MIN_PART_BYTES => Part::skipped(label, text),
-                // A block is delivered whole (paged when very long): it has no outline.
-                Named::Section(h) if !self.comes_whole(text.len(), cursor) => self.outline(Some(h)),
-                _ => self.deliver(
-                    part_slice(doc, n),
-                    &enclosing,
-                    label,
-                    text,
-                    n.range().start,
-                    cursor,
-                    budget,
-                )?,
-            };
-            if part.kind != PartKind::Skipped {
-                budget = budget.saturating_sub(part.text.len() + part.label.len() + 4);
-            }
-            parts.push(part);
         }
-        Ok(parts)
+        for (i, o) in inside {
+            let n = named[i];
+            let held_whole = parts[o].as_ref().is_some_and(|p| p.whole_text);
+            let part = match (held_whole, part_slice(doc, named[o])) {
+                (true, Slice::Section(outer)) => {
+                    let (text, label) = self.text_and_label(n);
+                    let line = Part {
+                        text: format!("inside #{outer} in this result"),
+                        label,
+                        kind: PartKind::Unchanged,
+                        size: size_line(text),
+                        page: None,
+                        changed_from: None,
+                        whole_text: true,
+                        deliveries: Vec::new(),
+                    };
+                    if line.cost() <= self.left {
+                        self.left -= line.cost();
+                        line
+                    } else {
+                        Part::skipped(line.label, text)
+                    }
+                }
+                _ => self.plan(n, &self.enclosing_of(n), cursor)?,
+            };
+            parts[i] = Some(part);
+        }
+        Ok(parts.into_iter().flatten().collect())
+    }
+
+    /// The text of part `n` and how it is named.
+    fn text_and_label(&self, n: Named<'a>) -> (&'a str, String) {
+        let cached: &'a CachedDoc = self.cached;
+        let doc = &cached.doc;
+        match n {
+            Named::Section(h) => (
+                doc.section_text(h),
+                section_label(doc, h, &self.cached.repeated_headings),
+            ),
+            Named::Block(b) => (doc.block_text(b), format!("#^{}", b.id)),
+        }
+    }
+
+    /// The slices that hold part `n`'s text, nearest first.
+    fn enclosing_of(&self, n: Named<'_>) -> Vec<Slice> {
+        match n {
+            Named::Section(h) => self.enclosing(h),
+            Named::Block(b) => self.enclosing_block(b),
+        }
+    }
+
+    /// Part `n` as it comes in what is left of the text bound (charged to
+    /// it): its text, its outline, an `unchanged` line, or only its name
+    /// when it does not fit.
+    fn plan(
+        &mut self,
+        n: Named<'a>,
+        enclosing: &[Slice],
+        cursor: Option<&Cursor>,
+    ) -> Result<Part, ToolText> {
+        let (text, label) = self.text_and_label(n);
+        let part = match n {
+            _ if self.left < MIN_PART_BYTES => Part::skipped(label, text),
+            // A block is delivered whole (paged when very long): it has no outline.
+            Named::Section(h) if !self.comes_whole(text.len(), cursor) => self.outline(Some(h)),
+            _ => self.deliver(
+                part_slice(&self.cached.doc, n),
+                enclosing,
+                label,
+                text,
+                n.range().start,
+                cursor,
+                self.left,
+            )?,
+        };
+        if part.cost() > self.left {
+            return Ok(Part::skipped(part.label, text));
+        }
+        self.left -= part.cost();
+        Ok(part)
     }
 
     /// The section or block `wanted` names (`^id` is a block), or the
     /// error naming the nearest ones.
-    fn find(&self, wanted: &str) -> Result<Named<'_>, ToolText> {
-        self.cached
+    fn find(&self, wanted: &str) -> Result<Named<'a>, ToolText> {
+        let cached: &'a CachedDoc = self.cached;
+        cached
             .doc
             .find_part(wanted)
             .map_err(|miss| ToolText::error(miss_message(self.path, wanted, &miss)))
@@ -493,21 +618,14 @@ impl View<'_> {
                 size: size_line(text),
                 page: None,
                 changed_from: None,
+                whole_text: false,
+                deliveries: Vec::new(),
             };
         }
         let changed_from = self
             .session
             .log()
             .changed_from(self.path, identity, self.now);
-        self.sent(None);
-        deliver(
-            self.session,
-            Delivery::Answer {
-                key,
-                digest,
-                at: self.now,
-            },
-        );
         Part {
             label,
             kind: PartKind::Outline,
@@ -515,22 +633,28 @@ impl View<'_> {
             size: size_line(text),
             page: None,
             changed_from,
+            whole_text: false,
+            deliveries: vec![
+                self.sent(None),
+                Delivery::Answer {
+                    key,
+                    digest,
+                    at: self.now,
+                },
+            ],
         }
     }
 
-    /// Records that this answer sends `part` (`None`: only the document's
-    /// identity, for an outline), once the answer goes out.
-    fn sent(&self, part: Option<(Slice, Page)>) {
-        deliver(
-            self.session,
-            Delivery::Doc {
-                path: self.path.to_string(),
-                part,
-                identity: self.cached.identity.clone(),
-                snapshot: Arc::clone(&self.cached.hashes),
-                at: self.now,
-            },
-        );
+    /// What sending `part` records (`None`: only the document's identity,
+    /// for an outline).
+    fn sent(&self, part: Option<(Slice, Page)>) -> SessionDelivery {
+        Delivery::Doc {
+            path: self.path.to_string(),
+            part,
+            identity: self.cached.identity.clone(),
+            snapshot: Arc::clone(&self.cached.hashes),
+            at: self.now,
+        }
     }
 
     /// The pages `text` (starting at byte `offset` of the document) comes in.
@@ -652,8 +776,10 @@ impl View<'_> {
                     label,
                     kind: PartKind::Unchanged,
                     size,
+                    whole_text: pages_sent.is_empty(),
                     page: page_line.filter(|_| !pages_sent.is_empty()),
                     changed_from: None,
+                    deliveries: Vec::new(),
                 });
             }
             Decision::Deliver { changed_from } => changed_from,
@@ -671,18 +797,23 @@ impl View<'_> {
         } else if total > 1 {
             out.push_str(&format!("\n\n[page {n} of {total}, the last]"));
         }
-        self.sent(Some((slice, page)));
         Ok(Part {
             label,
             kind,
             text: out,
             size,
+            whole_text: total == 1,
             page: page_line,
             changed_from,
+            deliveries: vec![self.sent(Some((slice, page)))],
         })
     }
 
-    fn compose(&self, parts: Vec<Part>) -> ToolText {
+    /// The result of `parts`, each charged to `builder` as it goes in (a
+    /// part that does not fit is named as not included, and records
+    /// nothing); `held` is the room held for the header and closing lines.
+    fn compose(&self, parts: Vec<Part>, mut b: ResultBuilder, held: [Held; 2]) -> Built {
+        let [header, closing] = held;
         let identity = &self.cached.identity;
         let note = parts
             .iter()
@@ -691,73 +822,80 @@ impl View<'_> {
                 change_note(old, identity, hashes.as_deref(), &self.cached.hashes)
             });
         let all_unchanged = parts.iter().all(|p| p.kind == PartKind::Unchanged);
-        let status = if all_unchanged { "unchanged" } else { "ok" };
-        // An unchanged answer stays one short line (it names the version):
-        // no version field, title, size or mode.
-        let base = ToolText::new(status)
-            .with_opt(
-                "version",
-                identity.version.clone().filter(|_| !all_unchanged),
-            )
-            .with_opt(
-                "title",
-                self.cached
-                    .doc
-                    .title()
-                    .filter(|_| !all_unchanged)
-                    .map(str::to_string),
+        let mut parts = parts;
+        if let [_] = parts.as_slice() {
+            let one = parts.remove(0);
+            b.release(closing);
+            b.release(header);
+            self.head(&mut b, all_unchanged);
+            b.field_opt("mode", (!all_unchanged).then(|| one.kind.mode()));
+            b.field_opt(
+                "section",
+                Some(one.label.as_str()).filter(|l| !l.is_empty()),
             );
-        let t = match parts.as_slice() {
-            [one] => base
-                .with_opt("mode", (!all_unchanged).then(|| one.kind.mode()))
-                .with_opt(
-                    "section",
-                    (!one.label.is_empty()).then(|| one.label.clone()),
-                )
-                .with_opt("size", (!all_unchanged).then(|| one.size.clone()))
-                .with_opt("page", one.page.clone())
-                .with_text(one.text.clone()),
-            many => {
-                let (shown, skipped): (Vec<&Part>, Vec<&Part>) =
-                    many.iter().partition(|p| p.kind != PartKind::Skipped);
-                let labels: Vec<&str> = shown.iter().map(|p| p.label.as_str()).collect();
-                let mut text: Vec<String> = shown
-                    .iter()
-                    .map(|p| match p.kind {
-                        PartKind::Unchanged => format!("{}: {}", p.label, p.text),
-                        PartKind::Outline => format!("{} (outline):\n{}", p.label, p.text),
-                        _ => p.text.trim_end().to_string(),
-                    })
-                    .collect();
-                if !skipped.is_empty() {
-                    let names: Vec<&str> = skipped.iter().map(|p| p.label.as_str()).collect();
-                    text.push(format!(
-                        "Not included, over the result's {}-byte text bound: {}; fetch them in another call.",
-                        self.budget,
-                        names_within(&names, NAMES_BYTES)
-                    ));
-                }
-                let text = text.join("\n\n");
-                base.with(
-                    "mode",
-                    if all_unchanged {
-                        "unchanged"
-                    } else {
-                        "sections"
-                    },
-                )
-                .with("section", names_within(&labels, NAMES_BYTES))
-                .with_opt("size", (!all_unchanged).then(|| size_line(&text)))
-                .with_text(text)
+            b.field_opt("size", Some(one.size.as_str()).filter(|_| !all_unchanged));
+            b.field_opt("page", one.page.as_deref());
+            b.field_opt("note", note.as_deref());
+            if let Err(_not_sent) = b.push(&one.text, one.deliveries) {
+                b.push_shortened(&one.text);
             }
-        };
-        t.with_opt("note", note)
+            return b.finish();
+        }
+        let mut shown = Vec::with_capacity(parts.len());
+        let mut skipped = Vec::new();
+        for p in parts {
+            let joint = if b.text_is_empty() { "" } else { "\n\n" };
+            let pushed = p.kind != PartKind::Skipped
+                && b.push(&format!("{joint}{}", p.piece()), p.deliveries)
+                    .is_ok();
+            match pushed {
+                true => shown.push(p.label),
+                false => skipped.push(p.label),
+            }
+        }
+        b.release(closing);
+        if !skipped.is_empty() {
+            let names: Vec<&str> = skipped.iter().map(String::as_str).collect();
+            let joint = if b.text_is_empty() { "" } else { "\n\n" };
+            b.push_shortened(&format!(
+                "{joint}Not included, over the result's {}-byte text bound: {}; fetch them in another call.",
+                self.budget,
+                names_within(&names, NAMES_BYTES)
+            ));
+        }
+        b.release(header);
+        let all_unchanged = all_unchanged && skipped.is_empty();
+        self.head(&mut b, all_unchanged);
+        let labels: Vec<&str> = shown.iter().map(String::as_str).collect();
+        let size = b.text_size();
+        b.field(
+            "mode",
+            if all_unchanged {
+                "unchanged"
+            } else {
+                "sections"
+            },
+        );
+        b.field("section", &names_within(&labels, NAMES_BYTES));
+        b.field_opt("size", Some(size.as_str()).filter(|_| !all_unchanged));
+        b.field_opt("note", note.as_deref());
+        b.finish()
+    }
+
+    /// The status, and unless every part is unchanged (then the result is
+    /// one short line naming the version) the version and title.
+    fn head(&self, b: &mut ResultBuilder, all_unchanged: bool) {
+        b.set_status(if all_unchanged { "unchanged" } else { "ok" });
+        if !all_unchanged {
+            b.field_opt("version", self.cached.identity.version.as_deref());
+            b.field_opt("title", self.cached.doc.title());
+        }
     }
 }
 
 /// `text` (which starts at byte `offset` of `doc`) cut into pages of at
 /// most `page_bytes`, at its headings by preference.
-pub(crate) fn text_pages<S: AsRef<str>>(
+pub fn text_pages<S: AsRef<str>>(
     doc: &Document<S>,
     text: &str,
     offset: usize,
@@ -937,6 +1075,17 @@ mod tests {
         assert_eq!(
             section_label(&untitled, x, &repeated_headings(&untitled)),
             "#x-1 (in B)"
+        );
+    }
+
+    #[test]
+    fn section_names_show_at_least_one_name() {
+        assert_eq!(names_within(&["#a", "#b", "#c"], 6), "#a, #b, +1 more");
+        let long = format!("#{}", "x".repeat(500));
+        let shown = names_within(&[&long, "#b"], 400);
+        assert!(
+            shown.starts_with("#xxx") && shown.ends_with("…, #b"),
+            "{shown}"
         );
     }
 

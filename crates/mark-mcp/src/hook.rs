@@ -20,7 +20,6 @@
 //! hook that named an unset option as `${user_config.pin}` would not run at
 //! all (see [`plugin_options`]).
 
-use crate::bound::fit;
 use crate::crawl::Unwatched;
 use crate::envelope::ToolText;
 use crate::explore::{ExploreParams, ShowBacklinks, explore_card};
@@ -160,7 +159,10 @@ async fn root_card(session: &Session, now: Instant) -> Result<ToolText, String> 
     if listing.is_error {
         return Err(listing.text);
     }
-    Ok(fit(listing, CONTEXT_BYTES))
+    Ok(crate::result::ResultBuilder::shorten_to(
+        listing,
+        CONTEXT_BYTES,
+    ))
 }
 
 /// Fills `source` and `pin` from the plugin options Claude Code hands its

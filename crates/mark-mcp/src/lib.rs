@@ -36,6 +36,7 @@ pub mod paging;
 pub mod prompts;
 pub mod reasons;
 pub mod resources;
+pub mod result;
 pub mod server;
 pub mod session;
 pub mod settings;

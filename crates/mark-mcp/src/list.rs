@@ -71,7 +71,8 @@ fn root() -> String {
 
 /// Lists one page of a directory.
 pub async fn list(session: &Session, params: ListParams) -> ToolText {
-    list_page(session, params).await.unwrap_or_else(|t| t)
+    let t = list_page(session, params).await.unwrap_or_else(|t| t);
+    crate::result::ResultBuilder::shorten(t, session.settings().page_bytes)
 }
 
 async fn list_page(session: &Session, params: ListParams) -> Result<ToolText, ToolText> {

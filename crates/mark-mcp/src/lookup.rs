@@ -11,18 +11,21 @@
 //! whole. Rows say which query words they lack (the server's `Lacks`
 //! column, asked with `columns: lacks`, or the per-word merge). `read: N` appends the top N
 //! hits' sections, each as `mark_fetch url#anchor` delivers it (the same
-//! function, deduplicated the same way), in what the rows leave of the
-//! result bound. The same rows again in one session (an identical search,
-//! nothing changed, nothing new to read) answer `unchanged` in one line,
-//! like a re-read document.
+//! function, deduplicated the same way), each made within what the rows
+//! and the reads before it leave of this result's [`ResultBuilder`]. A row
+//! says `read earlier` only when the session sent its text at the version
+//! the document has now. The same rows again in one session (an identical
+//! search, nothing changed, nothing new to read) answer `unchanged` in one
+//! line, like a re-read document.
 
+use crate::bound::result_bound;
 use crate::crawl::{CrawlWatcher, Unwatched, Waited};
 use crate::dedup::{AnswerKey, Delivery, Slice, answer_digest};
-use crate::envelope::ToolText;
-use crate::fetch::{FetchParams, fetch_within};
-use crate::outbox::deliver;
+use crate::envelope::{ToolText, one_line};
+use crate::fetch::{FetchParams, fetch_built};
 use crate::paging::cursor_argument;
-use crate::session::{Session, passthrough};
+use crate::result::{ResultBuilder, SEPARATOR};
+use crate::session::{Loaded, Session, passthrough};
 use mark_proto::lookup::{LookupRow, LookupTable, query_words, word_spans};
 use mark_proto::{Request, Response, Status, Verb};
 use rmcp::schemars::{self, JsonSchema};
@@ -95,9 +98,10 @@ pub struct LookupParams {
 pub const DEFAULT_READ: u32 = 1;
 /// The most hits one lookup reads.
 pub const MAX_READ: u32 = 3;
-/// Room kept for each read's own `key: value` lines (title, section
-/// names and note are each at most 600 bytes).
-const READ_HEADER_BYTES: usize = 2_000;
+/// The most bytes of the hits a read block's opening line names.
+const TARGETS_BYTES: usize = 300;
+/// The most bytes of a `=== not read …` line.
+const NOT_READ_BYTES: usize = TARGETS_BYTES + 80;
 
 /// Longest snippet shown in a row, in characters: enough to recognise the
 /// hit; the section itself is one `mark_fetch url#anchor` away.
@@ -146,7 +150,7 @@ pub async fn lookup_watched(
         .join("\0"),
         part: String::new(),
     };
-    let (mut found, hits) = match search(session, params, read as usize, now, watcher).await {
+    let (found, hits) = match search(session, params, read as usize, now, watcher).await {
         Ok(t) => t,
         Err(t) => return t,
     };
@@ -155,24 +159,25 @@ pub async fn lookup_watched(
     let ranked = rows(&hits, &[]).join("\n");
     let digest = answer_digest(&[&ranked, found.get("matches").unwrap_or("")]);
     let rows_sent = !force && session.log().answer_sent(&key, &digest, now);
-    let budget = session
-        .settings()
-        .page_bytes
-        .saturating_sub(found.text.len());
-    let reads = read_hits(session, &hits[..hits.len().min(read as usize)], budget, now).await;
-    if !rows_sent || reads.iter().any(|r| r.status != "unchanged") {
-        deliver(
-            session,
-            Delivery::Answer {
-                key,
-                digest,
-                at: now,
-            },
-        );
-        for r in reads {
-            found.text.push_str(&r.block);
-        }
-        return found;
+    let mut b = ResultBuilder::new("ok", result_bound(session.settings().page_bytes));
+    for (k, v) in &found.fields {
+        b.field(k, v);
+    }
+    for (k, v) in &found.json {
+        b.json(k, v.clone());
+    }
+    let answer = Delivery::Answer {
+        key,
+        digest,
+        at: now,
+    };
+    if b.push(&found.text, vec![answer]).is_err() {
+        b.push_shortened(&found.text);
+    }
+    let read_hits = &hits[..hits.len().min(read as usize)];
+    let statuses = read_into(&mut b, session, read_hits, force, now).await;
+    if !rows_sent || statuses.iter().any(|s| s != "unchanged") {
+        return b.finish().send(session);
     }
     ToolText::new("unchanged")
         .with_opt("matches", found.get("matches").map(str::to_string))
@@ -181,23 +186,18 @@ pub async fn lookup_watched(
         )
 }
 
-/// One hit's document read for `read: N`.
-struct Read {
-    /// The fetch's status (`ok`, `unchanged`, `error`, …).
-    status: String,
-    /// `=== read /a.md#x ===` and the fetch result as `mark_fetch` renders it.
-    block: String,
-}
-
-/// Reads `hits` in rank order, one fetch per document (its hits' anchors
-/// together, so a section inside another comes once), within `budget`
-/// bytes of text.
-async fn read_hits(
+/// Reads `hits` in rank order into `b`, one fetch per document (its hits'
+/// anchors together, so a section inside another comes once), each made
+/// within what is left of `b` (room kept for a `not read` line per
+/// document after it); `force` re-sends what the session already has.
+/// Gives each read's status (`ok`, `unchanged`, `skipped`, …).
+async fn read_into(
+    b: &mut ResultBuilder,
     session: &Session,
     hits: &[LookupRow],
-    budget: usize,
+    force: bool,
     now: Instant,
-) -> Vec<Read> {
+) -> Vec<String> {
     let mut documents: Vec<(&str, Vec<&LookupRow>)> = Vec::new();
     for hit in hits {
         match documents.iter_mut().find(|(p, _)| *p == hit.path) {
@@ -205,42 +205,46 @@ async fn read_hits(
             None => documents.push((&hit.path, vec![hit])),
         }
     }
-    let mut left = budget;
-    let mut reads = Vec::with_capacity(documents.len());
-    for (path, rows) in documents {
+    let count = documents.len();
+    let mut statuses = Vec::with_capacity(count);
+    for (i, (path, rows)) in documents.into_iter().enumerate() {
         let targets: Vec<String> = rows.iter().map(|r| r.target()).collect();
-        let targets = targets.join(", ");
-        let room = left.saturating_sub(READ_HEADER_BYTES + targets.len());
-        if room < MIN_READ_BYTES {
-            let block =
-                format!("=== not read, over the result bound: {targets}; mark_fetch it ===\n");
-            left = left.saturating_sub(block.len());
-            reads.push(Read {
-                status: "skipped".into(),
-                block,
-            });
-            continue;
-        }
-        // A row without an anchor (a catalog row) reads its document.
-        let anchors = rows
-            .iter()
-            .map(|r| r.anchor.clone())
-            .collect::<Option<Vec<String>>>()
-            .unwrap_or_default();
-        let params = FetchParams {
-            url: path.to_string(),
-            anchors,
-            ..FetchParams::default()
+        let targets = one_line(&targets.join(", "), TARGETS_BYTES);
+        let opening = format!("\n{SEPARATOR}read {targets} ===");
+        let later = (count - i - 1) * NOT_READ_BYTES;
+        let bound = b.room().saturating_sub(opening.len() + 1 + later);
+        let read = if bound < MIN_READ_BYTES {
+            None
+        } else {
+            // A row without an anchor (a catalog row) reads its document.
+            let anchors = rows
+                .iter()
+                .map(|r| r.anchor.clone())
+                .collect::<Option<Vec<String>>>()
+                .unwrap_or_default();
+            let params = FetchParams {
+                url: path.to_string(),
+                anchors,
+                force,
+                ..FetchParams::default()
+            };
+            let built = fetch_built(session, params, now, bound).await;
+            let status = built.text().status.clone();
+            b.push_built(&opening, built).then_some(status)
         };
-        let t = fetch_within(session, params, now, room).await;
-        let block = format!("\n=== read {targets} ===\n{}", t.render());
-        left = left.saturating_sub(block.len());
-        reads.push(Read {
-            status: t.status,
-            block,
-        });
+        match read {
+            Some(status) => statuses.push(status),
+            None => {
+                // Framing of ours, its room kept above; the targets are one line.
+                let line = format!(
+                    "{SEPARATOR}not read, over the result bound: {targets}; mark_fetch it ===\n"
+                );
+                let _unnamed_only_below_a_tiny_bound = b.push_framing(&line, Vec::new());
+                statuses.push("skipped".into());
+            }
+        }
     }
-    reads
+    statuses
 }
 
 /// Below this much room a hit is named, not read.
@@ -373,23 +377,16 @@ async fn search(
     }
     let hits: Vec<LookupRow> = found.table.rows.drain(..).skip(offset).collect();
     // The top `read` rows are read below; another row whose text the agent
-    // already holds says so, so that it is not fetched again.
-    let marks: Vec<Option<&str>> = {
-        let log = session.log();
-        hits.iter()
-            .enumerate()
-            .map(|(i, h)| {
-                let slice = h.anchor.clone().map_or(Slice::Body, Slice::Section);
-                if i < read {
-                    Some("read below")
-                } else if log.holds(&h.path, &slice, now) {
-                    Some("read earlier")
-                } else {
-                    None
-                }
-            })
-            .collect()
-    };
+    // already holds, as the document is now, says so, so that it is not
+    // fetched again.
+    let held = held_rows(session, &hits[read.min(hits.len())..], now).await;
+    let marks: Vec<Option<&str>> = (0..hits.len())
+        .map(|i| match i {
+            _ if i < read => Some("read below"),
+            _ if held.contains(&(i - read)) => Some("read earlier"),
+            _ => None,
+        })
+        .collect();
     let lines = rows(&hits, &marks);
     // Whole rows while they fit; the rest are the next cursor's.
     let mut text = String::new();
@@ -465,6 +462,45 @@ async fn search(
         text.with_json("rows", serde_json::Value::Array(objects)),
         hits,
     ))
+}
+
+/// Which of `rows` the session sent whole at the version their document
+/// has now (DESIGN.md wave-3 rule 3): those the delivery log holds at the
+/// version last read are checked against the document as loaded now (from
+/// the cache within `--fresh-for`, else revalidated); a document that does
+/// not load marks nothing.
+async fn held_rows(session: &Session, rows: &[LookupRow], now: Instant) -> HashSet<usize> {
+    let slice = |r: &LookupRow| r.anchor.clone().map_or(Slice::Body, Slice::Section);
+    let candidates: Vec<usize> = {
+        let log = session.log();
+        (0..rows.len())
+            .filter(|&i| {
+                log.last_read(&rows[i].path, now)
+                    .is_some_and(|last| log.holds(&rows[i].path, &slice(&rows[i]), &last, now))
+            })
+            .collect()
+    };
+    let mut paths: Vec<&str> = candidates.iter().map(|&i| rows[i].path.as_str()).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    let loaded = futures::future::join_all(paths.iter().map(|p| session.load(p, now))).await;
+    let current: HashMap<&str, _> = paths
+        .into_iter()
+        .zip(loaded)
+        .filter_map(|(p, l)| match l {
+            Loaded::Doc(d) => Some((p, d.identity.clone())),
+            Loaded::Answer(_) => None,
+        })
+        .collect();
+    let log = session.log();
+    candidates
+        .into_iter()
+        .filter(|&i| {
+            current
+                .get(rows[i].path.as_str())
+                .is_some_and(|now_is| log.holds(&rows[i].path, &slice(&rows[i]), now_is, now))
+        })
+        .collect()
 }
 
 /// The source's answer to the LOOKUP `req`; for a server without LOOKUP,

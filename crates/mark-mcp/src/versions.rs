@@ -28,7 +28,8 @@ fn parse_cursor(s: &str) -> Option<u64> {
 
 /// Lists the versions of a document, newest first.
 pub async fn versions(session: &Session, params: VersionsParams) -> ToolText {
-    history(session, params).await.unwrap_or_else(|t| t)
+    let t = history(session, params).await.unwrap_or_else(|t| t);
+    crate::result::ResultBuilder::shorten(t, session.settings().page_bytes)
 }
 
 async fn history(session: &Session, params: VersionsParams) -> Result<ToolText, ToolText> {

@@ -8,6 +8,7 @@
 //! conflict. A conflict is explained in one sentence with what to do.
 
 use crate::envelope::{ToolText, bounded_lines};
+use crate::result::ResultBuilder;
 use crate::session::{Loaded, Session, passthrough};
 use mark_proto::{Request, Status, Verb};
 use rmcp::schemars::{self, JsonSchema};
@@ -71,6 +72,11 @@ pub struct ArchiveParams {
 
 /// Publishes a new version of a document, or previews it.
 pub async fn publish(session: &Session, params: PublishParams, now: Instant) -> ToolText {
+    let t = publish_unbounded(session, params, now).await;
+    ResultBuilder::shorten(t, session.settings().page_bytes)
+}
+
+async fn publish_unbounded(session: &Session, params: PublishParams, now: Instant) -> ToolText {
     let path = match document_path(session, &params.url, "publish") {
         Ok(p) => p,
         Err(t) => return t,
@@ -86,6 +92,11 @@ pub async fn publish(session: &Session, params: PublishParams, now: Instant) -> 
 
 /// Appends to the current version of a document.
 pub async fn append(session: &Session, params: AppendParams, now: Instant) -> ToolText {
+    let t = append_unbounded(session, params, now).await;
+    ResultBuilder::shorten(t, session.settings().page_bytes)
+}
+
+async fn append_unbounded(session: &Session, params: AppendParams, now: Instant) -> ToolText {
     let path = match document_path(session, &params.url, "append") {
         Ok(p) => p,
         Err(t) => return t,
@@ -310,6 +321,11 @@ fn diff_preview(
 
 /// Archives a document (its versions stay readable), or previews it.
 pub async fn archive(session: &Session, params: ArchiveParams, now: Instant) -> ToolText {
+    let t = archive_unbounded(session, params, now).await;
+    ResultBuilder::shorten(t, session.settings().page_bytes)
+}
+
+async fn archive_unbounded(session: &Session, params: ArchiveParams, now: Instant) -> ToolText {
     let path = match document_path(session, &params.url, "archive") {
         Ok(p) => p,
         Err(t) => return t,

@@ -617,14 +617,15 @@ async fn lookup_list_versions_and_refused_writes() {
         again.body().trim_end(),
         "the same rows as an identical lookup earlier this session; force=true to re-send"
     );
-    // force re-sends the rows; the top hit read in the first call is
-    // still the agent's, and says so.
+    // force re-sends the rows and the top hit's text read in the first
+    // call (issue 26 item 4: after a context loss the agent needs both).
     let forced = mcp
         .call("mark_lookup", json!({"query": "crew", "force": true}))
         .await;
     let rows = |text: &str| text.split("\n=== read ").next().unwrap().to_string();
     assert_eq!(rows(&forced.text), rows(&r.text));
-    assert!(forced.text.contains("unchanged since"), "{}", forced.text);
+    assert!(!forced.text.contains("unchanged since"), "{}", forced.text);
+    assert!(forced.text.contains("\nmode: full\n"), "{}", forced.text);
     let r = mcp
         .call(
             "mark_lookup",

@@ -41,7 +41,7 @@ use crate::clock::parse_time_or_date;
 use crate::paths::SafePath;
 use crate::store::{Stamp, Store};
 use crate::text_index::{DocumentEntry, LinkEntry, SectionEntry, TextIndex};
-use mark_proto::lookup::{LookupRow, LookupTable, query_words, word_spans};
+use mark_proto::lookup::{LookupRow, LookupTable, word_spans};
 use mark_proto::{Metadata, Response, Status};
 use markdown_slice::{Document, Link, Target, slugify, tag_matches};
 use std::borrow::Cow;
