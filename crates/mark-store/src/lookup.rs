@@ -41,7 +41,7 @@ use crate::clock::parse_time_or_date;
 use crate::paths::SafePath;
 use crate::store::{Stamp, Store};
 use crate::text_index::{DocumentEntry, LinkEntry, SectionEntry, TextIndex};
-use mark_proto::lookup::{LookupRow, LookupTable, word_spans};
+use mark_proto::lookup::{LookupRow, LookupTable, query_words, word_spans};
 use mark_proto::{Metadata, Response, Status};
 use markdown_slice::{Document, Link, Target, slugify, tag_matches};
 use std::borrow::Cow;
@@ -323,6 +323,36 @@ impl Parsed<'_> {
             self.aliases.join(" "),
             self.tags.join(" ")
         )
+    }
+
+    /// The names the document goes by, each as its query words: its title,
+    /// its aliases, its tags (and a nested tag's last part), its file name
+    /// without `.md` (not `index` or `README`), and its folder's name. A query word that is one of
+    /// them says where the answer lives (`Lumen` for `lumen/index.md`).
+    fn names(&self, path: &SafePath) -> Vec<Vec<String>> {
+        let segments = path.segments();
+        // `index.md` and `README.md` are named by their folder, not their file.
+        let file = segments
+            .last()
+            .map(|f| f.strip_suffix(".md").unwrap_or(f))
+            .filter(|f| !f.eq_ignore_ascii_case("index") && !f.eq_ignore_ascii_case("readme"));
+        let folder = segments.len().checked_sub(2).map(|i| segments[i].as_str());
+        let nested_tags = self
+            .tags
+            .iter()
+            .filter_map(|t| t.rsplit_once('/').map(|(_, last)| last));
+        let mut names: Vec<Vec<String>> = std::iter::once(self.title.as_str())
+            .chain(self.aliases.iter().map(String::as_str))
+            .chain(self.tags.iter().map(String::as_str))
+            .chain(nested_tags)
+            .chain(file)
+            .chain(folder)
+            .map(|name| query_words(name).searched)
+            .filter(|words| !words.is_empty())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
     }
 }
 
@@ -960,6 +990,7 @@ impl Catalog {
         let parsed = parse_document(path, source);
         let encoded = path.encoded();
         let meta_text = parsed.catalog_text();
+        let names = parsed.names(path);
         let doc_ord = self.take_ord(path, None);
         let mut sections = Vec::with_capacity(parsed.sections.len());
         let indexed = !stamp.archived;
@@ -970,6 +1001,7 @@ impl Catalog {
                     ord,
                     path: &encoded,
                     title: &meta_text,
+                    names: &names,
                     heading: s.heading.as_deref().unwrap_or(""),
                     trail: &s.trail,
                     text: &s.text,
@@ -1693,6 +1725,28 @@ mod tests {
             .search_indexed(&SafePath::root(), &query, &|_| true)
             .unwrap()
             .rows
+    }
+
+    #[test]
+    fn a_word_that_names_a_document_picks_it() {
+        // Lumen is mentioned more often elsewhere than in its own document,
+        // whose folder, file and title are its name.
+        let mentions = "# Roadmap\n\n## Next\n\nThe project Lumen, Lumen again, Lumen and Lumen: the project of projects.\n";
+        let index = "# Lumen\n\nA lantern for the reading room.\n";
+        let mut catalog = catalog_among_notes(
+            [
+                ("/plans/roadmap.md".to_string(), mentions),
+                ("/lumen/index.md".to_string(), index),
+            ],
+            20,
+        );
+        for query in ["What is project Lumen?", "lumen"] {
+            let rows = any_word_rows(&mut catalog, query);
+            assert_eq!(rows[0].path, "/lumen/index.md", "{query}: {rows:?}");
+        }
+        let parsed = parse_document(&SafePath::parse("/lumen/index.md").unwrap(), index);
+        let names = parsed.names(&SafePath::parse("/lumen/index.md").unwrap());
+        assert_eq!(names, [vec!["lumen".to_string()]]);
     }
 
     /// The roadmap's rows for `terms` (`any` or `all`), in rank order, with

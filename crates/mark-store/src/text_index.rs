@@ -65,6 +65,10 @@ const W_PHRASE: Score = 1.0;
 /// Extra weight of a section whose heading is the query: its words, all
 /// of them, in order and nothing else (`Driftwood` for `driftwood`).
 const W_NAMED: Score = 1.0;
+/// Extra weight of a section whose document a query word names: the
+/// word is the document's title, an alias, a tag, its file or its folder
+/// name (`lumen` for `lumen/index.md`).
+const W_DOCUMENT_NAMED: Score = 1.0;
 /// A catalog row's weight: every word in the title and tags is the
 /// strongest signal catalog mode has, so such a row ranks above sections.
 const W_DOCUMENT: Score = 2.0;
@@ -137,6 +141,9 @@ struct Fields {
     path: Field,
     /// A section heading's words as one term (see [`named_key`]).
     named: Field,
+    /// The names of a section's document, each as one term (see
+    /// [`SectionEntry::names`]).
+    document_named: Field,
     ord: Field,
     body: Field,
     title: Pair,
@@ -158,6 +165,9 @@ pub(crate) struct SectionEntry<'a> {
     pub path: &'a str,
     /// The document's title and tags.
     pub title: &'a str,
+    /// The names its document goes by, each as its query words (title,
+    /// aliases, tags, file and folder name).
+    pub names: &'a [Vec<String>],
     /// The section's own heading ("" for a preamble).
     pub heading: &'a str,
     /// The headings above it.
@@ -287,6 +297,7 @@ impl TextIndex {
             kind: schema.add_text_field("kind", STRING),
             path: schema.add_text_field("path", STRING),
             named: schema.add_text_field("named", STRING),
+            document_named: schema.add_text_field("document_named", STRING),
             ord: schema.add_u64_field("ord", FAST),
             body: schema.add_text_field("body", STORED),
             title,
@@ -360,6 +371,9 @@ impl TextIndex {
         Self::add_pair(&mut doc, f.title, s.title);
         Self::add_pair(&mut doc, f.heading, s.heading);
         doc.add_text(f.named, named_key(&query_words(s.heading).searched));
+        for name in s.names {
+            doc.add_text(f.document_named, named_key(name));
+        }
         Self::add_pair(&mut doc, f.trail, s.trail);
         Self::add_pair(&mut doc, f.text, s.text);
         self.add(doc)
@@ -542,6 +556,19 @@ impl TextIndex {
             Occur::Should,
             Box::new(BoostQuery::new(Box::new(named), W_NAMED)),
         ));
+        // A word that is its document's name (or the whole query, for a
+        // name of several words) lifts every section of that document.
+        let whole = (words.len() > 1).then(|| named_key(words));
+        for name in words.iter().cloned().chain(whole) {
+            let q = TermQuery::new(
+                Term::from_field_text(f.document_named, &name),
+                IndexRecordOption::Basic,
+            );
+            clauses.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(Box::new(q), W_DOCUMENT_NAMED)),
+            ));
+        }
         // Sections holding a word in their own text or heading: a set per
         // segment, tested as each hit is collected.
         let itself = Self::any_of(
@@ -837,6 +864,7 @@ mod tests {
                     ord,
                     path: "/a.md",
                     title: "A",
+                    names: &[],
                     heading: "",
                     trail: "",
                     text,
@@ -867,6 +895,7 @@ mod tests {
                     ord,
                     path: "/a.md",
                     title: "Harbour ops",
+                    names: &[],
                     heading,
                     trail: "",
                     text,
@@ -898,6 +927,7 @@ mod tests {
                         ord,
                         path: "/a.md",
                         title: "A",
+                        names: &[],
                         heading: "Tides",
                         trail: "",
                         text,
