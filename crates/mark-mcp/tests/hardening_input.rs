@@ -72,7 +72,7 @@ fn assert_one_sentence(case: &str, text: &str) {
         message.len() <= 600,
         "{case}: the error is {} bytes (echoes the input?): {}…",
         message.len(),
-        &message[..200]
+        &message[..message.floor_char_boundary(200)]
     );
     for word in ["panic", "unwrap", "RUST_BACKTRACE"] {
         assert!(!message.contains(word), "{case}: {message}");
