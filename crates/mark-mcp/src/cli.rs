@@ -100,7 +100,8 @@ pub struct Cli {
     /// Crawl requests in flight at once.
     #[arg(long, global = true, default_value = "16", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub crawl_concurrency: u16,
-    /// Longest wait for one request to a Mark server (--host), answer included.
+    /// Longest wait for one request: a Mark server's answer (--host), or a
+    /// read of the folder (--root; a stalled file system then fails).
     #[arg(long, global = true, default_value = "15s", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Duration,
     /// Largest answer taken from a Mark server (--host), in bytes (k, M suffixes).

@@ -93,6 +93,10 @@ struct ServeArgs {
     /// `next-cursor`, whatever cursor was sent.
     #[arg(long, hide = true, conflicts_with = "unpaged_list")]
     looping_list: bool,
+    /// Test mode: a FETCH of this path holds its engine call for an hour
+    /// before answering, as a read on a hung file system would.
+    #[arg(long, hide = true, value_name = "PATH")]
+    stalled_path: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -344,7 +348,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.all_words_lookup,
         args.no_lookup,
     );
+    let stalled_path = args.stalled_path;
     let handler: Handler = Arc::new(move |request, now| {
+        if request.verb == mark_proto::Verb::Fetch
+            && stalled_path.as_deref() == Some(request.path.as_str())
+        {
+            std::thread::sleep(STALL);
+        }
         if unpaged_list && request.verb == mark_proto::Verb::List {
             return list_unpaged(&engine, request, now);
         }
@@ -364,7 +374,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let endpoint = mark_server::endpoint(args.listen, identity, &limits)?;
         let addr = endpoint.local_addr().context("reading the bound address")?;
         let shutdown = shutdown_signal()?;
@@ -375,8 +385,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         drop(out);
         mark_server::serve(endpoint, handler, limits, shutdown).await;
         Ok(())
-    })
+    });
+    // Engine calls still blocked (a hung file system) are not waited for:
+    // the shutdown's grace period was their time, and the process exits.
+    runtime.shutdown_background();
+    served
 }
+
+/// How long `--stalled-path` holds a FETCH.
+const STALL: Duration = Duration::from_secs(3600);
 
 /// The mode `--root` is served in. Without --flat the root must be a
 /// marked store or an empty folder: serving a plain folder as a store would
