@@ -578,9 +578,18 @@ impl SessionGraph {
         self.shared.write().index(path, etag, doc, modified, stamp);
     }
 
-    /// Forgets a document that answered `not-found` or `archived`.
-    pub fn forget(&self, path: &str) {
-        self.shared.write().remove(&graph_key(path));
+    /// Forgets a document that answered `not-found` or `archived` to a
+    /// request stamped `stamp`, unless the links held came from a newer answer.
+    pub fn forget(&self, path: &str, stamp: Stamp) {
+        let path = graph_key(path);
+        let mut held = self.shared.write();
+        if held
+            .stamps
+            .get(&*path)
+            .is_none_or(|kept| stamp.supersedes(kept))
+        {
+            held.remove(&path);
+        }
     }
 
     /// The links into the document with key `path` (see [`crate::keys`]) and

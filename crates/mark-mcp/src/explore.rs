@@ -262,6 +262,7 @@ async fn list_parent(session: &Session, dir: &str, now: Instant) -> Listing {
     // A server whose paging loops (a cursor given again) is not followed
     // round: the listing ends there, partial.
     let mut followed = std::collections::HashSet::new();
+    let ticket = session.listing_ticket();
     let completeness = loop {
         let mut req = Request::new(Verb::List, dir).with_meta("page-size", LIST_PAGE.to_string());
         if let Some(c) = &next {
@@ -301,6 +302,7 @@ async fn list_parent(session: &Session, dir: &str, now: Instant) -> Listing {
             completeness,
         },
         now,
+        ticket,
     ))
 }
 
