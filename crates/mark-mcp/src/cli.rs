@@ -9,7 +9,7 @@ use crate::fetch::{FetchParams, fetch};
 use crate::list::{ListParams, list};
 use crate::lookup::{LookupParams, lookup};
 use crate::session::{Loaded, Session};
-use crate::settings::{Settings, parse_bytes, parse_duration};
+use crate::settings::{Settings, parse_bytes, parse_duration, parse_page_bytes};
 use crate::usage::UsageArgs;
 use crate::versions::{VersionsParams, versions};
 use crate::write::{AppendParams, ArchiveParams, PublishParams, append, archive, publish};
@@ -71,8 +71,8 @@ pub struct Cli {
     pub dedup_ttl: Duration,
     /// Longest text (document, section or page) in one result; longer bodies
     /// come in pages. The envelope, notes and page line have 4000 bytes more,
-    /// so a result is at most 48000 bytes by default.
-    #[arg(long, global = true, default_value = "44000", value_name = "BYTES", value_parser = parse_bytes)]
+    /// so a result is at most 48000 bytes by default. At least 2000.
+    #[arg(long, global = true, default_value = "44000", value_name = "BYTES", value_parser = parse_page_bytes)]
     pub page_bytes: usize,
     /// Crawl the source for the link graph at start (a --root folder always is).
     #[arg(long, global = true)]
@@ -453,6 +453,18 @@ mod tests {
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         let mut matches = Cli::command_line().try_get_matches_from(args)?;
         Cli::from_arg_matches_mut(&mut matches)
+    }
+
+    #[test]
+    fn page_bytes_under_the_floor_are_refused() {
+        let err = parse(&["mark-mcp", "--root", "/kb", "--page-bytes", "0", "fetch", "/a.md"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("under the floor of 2000 bytes"), "{err}");
+        assert!(parse(&["mark-mcp", "--page-bytes", "1999", "tools"]).is_err());
+        let cli = parse(&["mark-mcp", "--page-bytes", "2000", "tools"]).unwrap();
+        assert_eq!(cli.page_bytes, crate::settings::MIN_PAGE_BYTES);
+        assert_eq!(parse(&["mark-mcp", "tools"]).unwrap().page_bytes, 44_000);
     }
 
     #[test]
