@@ -182,9 +182,7 @@ fn too_large(cap: usize, verb: Verb) -> String {
         Verb::List => {
             "the listing is larger than this client's {cap}-byte cap; list a smaller folder"
         }
-        Verb::Versions => {
-            "the history is larger than this client's {cap}-byte cap"
-        }
+        Verb::Versions => "the history is larger than this client's {cap}-byte cap",
         _ => {
             "the response is larger than this client's {cap}-byte cap, and a section or page is cut from the whole document so it is no smaller; split the document on the server"
         }

@@ -457,9 +457,17 @@ mod tests {
 
     #[test]
     fn page_bytes_under_the_floor_are_refused() {
-        let err = parse(&["mark-mcp", "--root", "/kb", "--page-bytes", "0", "fetch", "/a.md"])
-            .unwrap_err()
-            .to_string();
+        let err = parse(&[
+            "mark-mcp",
+            "--root",
+            "/kb",
+            "--page-bytes",
+            "0",
+            "fetch",
+            "/a.md",
+        ])
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("under the floor of 2000 bytes"), "{err}");
         assert!(parse(&["mark-mcp", "--page-bytes", "1999", "tools"]).is_err());
         let cli = parse(&["mark-mcp", "--page-bytes", "2000", "tools"]).unwrap();

@@ -557,7 +557,10 @@ fn a_huge_query_that_finds_nothing_is_not_echoed_whole() {
     let query = words.join(" ");
     let out = run_once(["--root", root.as_str(), "lookup", query.as_str()]);
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(stdout.contains("nothing holds any of: zq00000 zq00001"), "{stdout}");
+    assert!(
+        stdout.contains("nothing holds any of: zq00000 zq00001"),
+        "{stdout}"
+    );
     assert!(stdout.contains("(+9980 more)"), "{stdout}");
     assert!(stdout.len() < 2_000, "{} bytes", stdout.len());
 }
@@ -589,7 +592,14 @@ fn a_giant_heading_prints_no_index_warnings() {
 #[test]
 fn page_bytes_under_the_floor_are_refused_at_start() {
     let root = kb().display().to_string();
-    let out = run_once(["--root", root.as_str(), "--page-bytes", "0", "fetch", "/small.md"]);
+    let out = run_once([
+        "--root",
+        root.as_str(),
+        "--page-bytes",
+        "0",
+        "fetch",
+        "/small.md",
+    ]);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(!out.status.success());
     assert!(stderr.contains("under the floor of 2000 bytes"), "{stderr}");
