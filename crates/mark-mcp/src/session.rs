@@ -361,7 +361,8 @@ impl Session {
         }
         let graph = self.graph();
         let started = graph.start(now, false);
-        if graph.wait(graph.settings().wait, watcher).await == Waited::Cancelled {
+        let waited = graph.wait(graph.settings().wait, watcher).await;
+        if waited == Waited::Cancelled {
             if started {
                 graph.stop();
             }
@@ -378,6 +379,14 @@ impl Session {
                     .iter()
                     .map(|p| crate::keys::wire_path(p))
                     .collect();
+                if nearest.is_empty()
+                    && let Some(why) = unlearnt_names(waited, graph)
+                {
+                    return Err(format!(
+                        "`{}` cannot be resolved: no note's name is known, since {why}; check the source, or fetch the note by its /path",
+                        short(written)
+                    ));
+                }
                 let nearest = if nearest.is_empty() {
                     "(none: no notes known yet)".to_string()
                 } else {
@@ -555,6 +564,26 @@ impl Session {
         drop(flights);
         lock(&self.listings).forget(parent_dir(path));
     }
+}
+
+/// Why the crawl learnt no note's name, when it did not end cleanly: it
+/// still waits on the source past `--crawl-wait`, or its requests failed
+/// (a timeout says so); `None` when it ran and found none.
+fn unlearnt_names(waited: Waited, graph: &SessionGraph) -> Option<String> {
+    if waited == Waited::TimedOut {
+        return Some(format!(
+            "the crawl that learns them got no answer from the source within --crawl-wait ({} s)",
+            graph.settings().wait.as_secs_f64()
+        ));
+    }
+    let progress = graph.progress();
+    let failure = progress.first_failure?;
+    Some(format!(
+        "the crawl that learns them failed ({} request{} failed, first: {})",
+        progress.failures,
+        if progress.failures == 1 { "" } else { "s" },
+        crate::envelope::one_line(&failure, 300)
+    ))
 }
 
 /// Sends one FETCH of `path` (conditional on `base`'s etag), asked at
