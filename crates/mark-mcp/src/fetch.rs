@@ -145,11 +145,18 @@ pub async fn fetch_within(
     if let Some(c) = &cursor
         && !c.matches(cached.identity.etag.as_deref())
     {
-        return ToolText::error(format!(
-            "{} changed since that cursor was given (now {}); fetch it again without a cursor",
-            target.path,
-            cached.identity.label()
-        ));
+        return ToolText::error(if c.sealed() {
+            format!(
+                "{} changed since that cursor was given (now {}); fetch it again without a cursor",
+                target.path,
+                cached.identity.label()
+            )
+        } else {
+            format!(
+                "cursor `{}` is not one mark-mcp gave; fetch again without a cursor",
+                c.encode()
+            )
+        });
     }
     let view = View {
         session,
