@@ -860,7 +860,13 @@ pub(crate) fn miss_message(path: &str, wanted: &str, miss: &PartMiss) -> String 
             short(wanted),
             listed(
                 miss.nearest.clone(),
-                "(none: the document has no anchored headings)"
+                // A heading path (`Heading#Sub`) looks only under the
+                // headings it names.
+                if wanted.trim_start_matches('#').contains('#') {
+                    "(none: the section the heading path reaches has no subheadings)"
+                } else {
+                    "(none: the document has no anchored headings)"
+                }
             )
         ),
     }

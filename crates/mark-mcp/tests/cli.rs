@@ -604,3 +604,23 @@ fn page_bytes_under_the_floor_are_refused_at_start() {
     assert!(!out.status.success());
     assert!(stderr.contains("under the floor of 2000 bytes"), "{stderr}");
 }
+
+/// #13: a heading path whose last step names nothing under a section with
+/// no subheadings says so, not that the document has no anchored headings.
+#[test]
+fn a_heading_path_past_the_last_subheading_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("note.md"),
+        "# Note\n\n## Heading\n\nText.\n\n## Other\n\nMore.\n",
+    )
+    .unwrap();
+    let root = dir.path().display().to_string();
+    let (stdout, ok) = run(&["--root", &root, "fetch", "/note.md#Heading#Nope"]);
+    assert!(!ok);
+    assert!(
+        stdout.contains("section #Heading#Nope not found in /note.md; nearest: (none: the section the heading path reaches has no subheadings)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("no anchored headings"), "{stdout}");
+}
