@@ -624,3 +624,29 @@ fn a_heading_path_past_the_last_subheading_says_so() {
     );
     assert!(!stdout.contains("no anchored headings"), "{stdout}");
 }
+
+/// #13: an NFC and an NFD `résumé.md` in one folder make one path: the
+/// listing shows it once and says why the other cannot be read apart.
+#[test]
+fn names_differing_only_in_unicode_form_are_listed_once_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let nfc = "r\u{e9}sum\u{e9}.md";
+    let nfd = "re\u{301}sume\u{301}.md";
+    std::fs::write(dir.path().join(nfc), "# NFC\n").unwrap();
+    std::fs::write(dir.path().join(nfd), "# NFD\n").unwrap();
+    let root = dir.path().display().to_string();
+    let (stdout, ok) = run(&["--root", &root, "list", "/"]);
+    assert!(ok, "{stdout}");
+    assert_eq!(
+        stdout.matches("- /r%C3%A9sum%C3%A9.md").count(),
+        1,
+        "{stdout}"
+    );
+    assert!(stdout.contains("entries: 1"), "{stdout}");
+    assert!(
+        stdout.contains("differ only in Unicode form (NFC and NFD)"),
+        "{stdout}"
+    );
+    let (fetched, ok) = run(&["--root", &root, "fetch", "/résumé.md"]);
+    assert!(ok, "{fetched}");
+}
