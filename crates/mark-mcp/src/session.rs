@@ -858,29 +858,53 @@ mod tests {
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_slow_older_answer_never_replaces_a_newer_one() {
+    /// A cold load of `/f.md` in a session over a folder holding it with
+    /// `body` (or not at all), started and answered by the engine, its
+    /// answer held at the gate: returns once the engine has read the file.
+    struct HeldLoad {
+        dir: tempfile::TempDir,
+        session: Arc<Session>,
+        load: tokio::task::JoinHandle<Loaded>,
+        release: tokio::sync::oneshot::Sender<()>,
+        t0: Instant,
+    }
+
+    async fn held_load(body: Option<&str>) -> HeldLoad {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("f.md");
-        std::fs::write(&file, "# F\n\nSee [old](old.md).\n").unwrap();
+        if let Some(body) = body {
+            std::fs::write(dir.path().join("f.md"), body).unwrap();
+        }
         let (source, gate) = HeldFirst::over(dir.path());
-        let s = Arc::new(Session::new(Arc::new(source), Settings::default()));
+        let session = Arc::new(Session::new(Arc::new(source), Settings::default()));
         let t0 = Instant::now();
-        // A cold load goes out first; its (old) answer is held back.
-        let slow = tokio::spawn({
-            let s = Arc::clone(&s);
+        let load = tokio::spawn({
+            let s = Arc::clone(&session);
             async move { s.load("/f.md", t0).await }
         });
         gate.held.await.unwrap();
-        std::fs::write(&file, "# F\n\nSee [new](new.md).\n").unwrap();
+        HeldLoad {
+            dir,
+            session,
+            load,
+            release: gate.release,
+            t0,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_older_answer_never_replaces_a_newer_one() {
+        // A cold load goes out first; its (old) answer is held back.
+        let held = held_load(Some("# F\n\nSee [old](old.md).\n")).await;
+        let (s, t0) = (&held.session, held.t0);
+        std::fs::write(held.dir.path().join("f.md"), "# F\n\nSee [new](new.md).\n").unwrap();
         // A revalidation asked later gets the new text first.
         let t1 = t0 + std::time::Duration::from_millis(1);
         let Loaded::Doc(new) = s.load_with("/f.md", t1, Freshness::Revalidate).await else {
             panic!("f.md loads");
         };
         assert!(new.doc.source().contains("new.md"));
-        gate.release.send(()).unwrap();
-        let Loaded::Doc(late) = slow.await.unwrap() else {
+        held.release.send(()).unwrap();
+        let Loaded::Doc(late) = held.load.await.unwrap() else {
             panic!("the slow load answers");
         };
         // The older answer lost: the late load, the cache and the graph
@@ -900,19 +924,10 @@ mod tests {
     /// text; a load started after the write does not join the old request.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_load_in_flight_across_a_write_is_not_served_as_fresh_after_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("f.md");
-        std::fs::write(&file, "# F\n\nBefore the write.\n").unwrap();
-        let (source, gate) = HeldFirst::over(dir.path());
-        let s = Arc::new(Session::new(Arc::new(source), Settings::default()));
-        let t0 = Instant::now();
-        let in_flight = tokio::spawn({
-            let s = Arc::clone(&s);
-            async move { s.load("/f.md", t0).await }
-        });
         // The engine has read the old text; the write lands, then forgets.
-        gate.held.await.unwrap();
-        std::fs::write(&file, "# F\n\nAfter the write.\n").unwrap();
+        let held = held_load(Some("# F\n\nBefore the write.\n")).await;
+        let (s, t0) = (&held.session, held.t0);
+        std::fs::write(held.dir.path().join("f.md"), "# F\n\nAfter the write.\n").unwrap();
         s.forget("/f.md");
         // Started after the write: a request of its own, answered at once
         // while the old one is still held.
@@ -927,8 +942,8 @@ mod tests {
             "{}",
             after.doc.source()
         );
-        gate.release.send(()).unwrap();
-        let Loaded::Doc(old) = in_flight.await.unwrap() else {
+        held.release.send(()).unwrap();
+        let Loaded::Doc(old) = held.load.await.unwrap() else {
             panic!("the load in flight answers");
         };
         assert!(
@@ -950,21 +965,12 @@ mod tests {
     /// from before the write must not be cached after the forget.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_answer_from_before_a_write_is_not_cached_after_the_forget() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("f.md");
-        std::fs::write(&file, "# F\n\nBefore the write.\n").unwrap();
-        let (source, gate) = HeldFirst::over(dir.path());
-        let s = Arc::new(Session::new(Arc::new(source), Settings::default()));
-        let t0 = Instant::now();
-        let in_flight = tokio::spawn({
-            let s = Arc::clone(&s);
-            async move { s.load("/f.md", t0).await }
-        });
-        gate.held.await.unwrap();
-        std::fs::write(&file, "# F\n\nAfter the write.\n").unwrap();
+        let held = held_load(Some("# F\n\nBefore the write.\n")).await;
+        let (s, t0) = (&held.session, held.t0);
+        std::fs::write(held.dir.path().join("f.md"), "# F\n\nAfter the write.\n").unwrap();
         s.forget("/f.md");
-        gate.release.send(()).unwrap();
-        assert!(matches!(in_flight.await.unwrap(), Loaded::Doc(_)));
+        held.release.send(()).unwrap();
+        assert!(matches!(held.load.await.unwrap(), Loaded::Doc(_)));
         assert_eq!(
             s.cache_bytes_used(),
             0,
@@ -980,23 +986,16 @@ mod tests {
     /// later load brought it: the document stays cached and in the graph.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stale_not_found_never_evicts_a_newer_document() {
-        let dir = tempfile::tempdir().unwrap();
-        let (source, gate) = HeldFirst::over(dir.path());
-        let s = Arc::new(Session::new(Arc::new(source), Settings::default()));
-        let t0 = Instant::now();
-        let stale = tokio::spawn({
-            let s = Arc::clone(&s);
-            async move { s.load("/f.md", t0).await }
-        });
-        gate.held.await.unwrap();
-        std::fs::write(dir.path().join("f.md"), "# F\n\nSee [x](x.md).\n").unwrap();
+        let held = held_load(None).await;
+        let (s, t0) = (&held.session, held.t0);
+        std::fs::write(held.dir.path().join("f.md"), "# F\n\nSee [x](x.md).\n").unwrap();
         let t1 = t0 + std::time::Duration::from_millis(1);
         let Loaded::Doc(made) = s.load_with("/f.md", t1, Freshness::Revalidate).await else {
             panic!("f.md loads once made");
         };
-        gate.release.send(()).unwrap();
+        held.release.send(()).unwrap();
         assert!(
-            matches!(stale.await.unwrap(), Loaded::Answer(t) if t.status == "not-found"),
+            matches!(held.load.await.unwrap(), Loaded::Answer(t) if t.status == "not-found"),
             "the stale load's caller gets its not-found"
         );
         let Loaded::Doc(cached) = s.load("/f.md", t1).await else {

@@ -308,14 +308,7 @@ fn run_within(args: &[&str], limit: Duration) -> std::process::Output {
 async fn pipes_and_sockets_in_a_root_folder_answer_at_once() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.md"), "# A\n\nServed.\n").unwrap();
-    let pipe = dir.path().join("pipe.md");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&pipe)
-            .status()
-            .unwrap()
-            .success()
-    );
+    mark_testkit::make_fifo(&dir.path().join("pipe.md")).unwrap();
     let _socket = std::os::unix::net::UnixListener::bind(dir.path().join("sock.md")).unwrap();
     let root = dir.path().display().to_string();
     let out = run_within(

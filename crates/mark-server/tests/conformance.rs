@@ -1407,14 +1407,7 @@ async fn sigterm_lets_a_request_in_flight_finish() {
 async fn pipes_and_sockets_named_md_are_refused_at_once_and_never_wedge_the_server() {
     let src = tempfile::tempdir().unwrap();
     write_fixture(src.path());
-    let pipe = src.path().join("pipe.md");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&pipe)
-            .status()
-            .unwrap()
-            .success()
-    );
+    mark_testkit::make_fifo(&src.path().join("pipe.md")).unwrap();
     let _socket = std::os::unix::net::UnixListener::bind(src.path().join("sock.md")).unwrap();
     let server = MarkServerProcess::start(src.path(), &["--flat"]).unwrap();
     let client = client_for(&server);

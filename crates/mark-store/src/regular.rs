@@ -77,19 +77,11 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
-    fn mkfifo(path: &Path) {
-        let status = std::process::Command::new("mkfifo")
-            .arg(path)
-            .status()
-            .expect("mkfifo runs");
-        assert!(status.success());
-    }
-
     #[test]
     fn a_named_pipe_is_refused_at_once_and_a_file_read() {
         let dir = tempfile::tempdir().unwrap();
         let pipe = dir.path().join("pipe.md");
-        mkfifo(&pipe);
+        mark_testkit::make_fifo(&pipe).unwrap();
         let started = Instant::now();
         assert!(open(&pipe).unwrap().is_none());
         assert!(read(&pipe).unwrap().is_none());
