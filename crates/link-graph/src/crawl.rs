@@ -132,9 +132,14 @@ pub struct CrawlOutcome {
     pub failures: usize,
     /// Names in listings that could not make a canonical path.
     pub rejected_names: usize,
+    /// Listings ended early because the server answered `complete: false`
+    /// with a `next-cursor` this crawl had already followed in that folder
+    /// (its paging loops): the rest of such a folder is unknown.
+    pub repeated_cursors: usize,
     /// Set once a bound was hit.
     pub stopped: Option<StopReason>,
-    /// Finished with an empty frontier, no bound hit and no failure: call
+    /// Finished with an empty frontier, no bound hit, no failure and no
+    /// listing ended by a repeated cursor: call
     /// [`LinkGraph::mark_complete`](crate::LinkGraph::mark_complete).
     pub complete: bool,
 }
@@ -154,6 +159,8 @@ pub struct CrawlPlan {
     dirs: VecDeque<(String, Option<String>)>,
     docs: VecDeque<String>,
     seen_dirs: HashSet<String>,
+    /// The `(folder, cursor)` pages asked for (bounded by the listing cap).
+    seen_cursors: HashSet<(String, String)>,
     seen_docs: HashSet<String>,
     in_flight: HashSet<String>,
     outcome: CrawlOutcome,
@@ -179,6 +186,7 @@ impl CrawlPlan {
             dirs: VecDeque::from([(root.clone(), None)]),
             docs: VecDeque::new(),
             seen_dirs: HashSet::from([root]),
+            seen_cursors: HashSet::new(),
             seen_docs: HashSet::new(),
             in_flight: HashSet::new(),
             outcome: CrawlOutcome {
@@ -187,6 +195,7 @@ impl CrawlPlan {
                 bytes: 0,
                 failures: 0,
                 rejected_names: 0,
+                repeated_cursors: 0,
                 stopped: None,
                 complete: false,
             },
@@ -262,8 +271,11 @@ impl CrawlPlan {
 
     /// Reports a LIST answer: its entries (names inside `dir`, as `mark_proto::list::parse`
     /// gives them) and, if the listing is paged and not complete, the `next-cursor` to ask
-    /// for the next page. Returns the paths of the documents first found here: pass each
-    /// to [`LinkGraph::note_discovered`](crate::LinkGraph::note_discovered).
+    /// for the next page. A cursor already followed in this folder is not followed again
+    /// (the server's paging loops): the listing ends there, counted in
+    /// [`CrawlOutcome::repeated_cursors`], and the crawl is not complete. Returns the paths
+    /// of the documents first found here: pass each to
+    /// [`LinkGraph::note_discovered`](crate::LinkGraph::note_discovered).
     ///
     /// Files are documents when their name ends in `.md` (any case); other files are
     /// ignored. A name that would not make a canonical path (holding `/`, `.` or `..`, a
@@ -276,7 +288,11 @@ impl CrawlPlan {
     ) -> Result<Vec<String>, PlanError> {
         self.close(dir)?;
         if let Some(cursor) = next_cursor {
-            self.dirs.push_front((dir.to_owned(), Some(cursor)));
+            if self.seen_cursors.insert((dir.to_owned(), cursor.clone())) {
+                self.dirs.push_front((dir.to_owned(), Some(cursor)));
+            } else {
+                self.outcome.repeated_cursors += 1;
+            }
         }
         let mut found = Vec::new();
         for ListEntry { name, is_dir } in entries {
@@ -332,7 +348,8 @@ impl CrawlPlan {
         CrawlOutcome {
             complete: self.is_finished()
                 && self.outcome.stopped.is_none()
-                && self.outcome.failures == 0,
+                && self.outcome.failures == 0
+                && self.outcome.repeated_cursors == 0,
             ..self.outcome
         }
     }
@@ -441,10 +458,50 @@ mod tests {
                 bytes: 20,
                 failures: 0,
                 rejected_names: 2,
+                repeated_cursors: 0,
                 stopped: None,
                 complete: true,
             }
         );
+    }
+
+    #[test]
+    fn a_cursor_already_followed_ends_the_listing_incomplete() {
+        let (mut plan, t0) = crawl_of_root(CrawlLimits::default());
+        assert_eq!(drain(&mut plan, t0), [list("/", None)]);
+        plan.on_listed("/", [doc("a.md")], Some("c1".to_owned()))
+            .unwrap();
+        assert_eq!(
+            drain(&mut plan, t0),
+            [list("/", Some("c1")), fetch("/a.md")]
+        );
+        // A loop of two cursors: c1 → c2 → c1.
+        plan.on_listed("/", [doc("b.md")], Some("c2".to_owned()))
+            .unwrap();
+        assert_eq!(
+            drain(&mut plan, t0),
+            [list("/", Some("c2")), fetch("/b.md")]
+        );
+        plan.on_listed("/", [doc("a.md")], Some("c1".to_owned()))
+            .unwrap();
+        assert_eq!(drain(&mut plan, t0), [], "c1 is not asked for again");
+        plan.on_fetched("/a.md", 1).unwrap();
+        plan.on_fetched("/b.md", 1).unwrap();
+        assert!(plan.is_finished());
+        let outcome = plan.outcome();
+        assert_eq!((outcome.listings, outcome.repeated_cursors), (3, 1));
+        assert!(!outcome.complete);
+        // The same cursor in another folder is another page.
+        let (mut plan, t0) = crawl_of_root(CrawlLimits::default());
+        drain(&mut plan, t0);
+        plan.on_listed("/", [dir("x")], Some("p".to_owned()))
+            .unwrap();
+        assert_eq!(
+            drain(&mut plan, t0),
+            [list("/", Some("p")), list("/x/", None)]
+        );
+        plan.on_listed("/x/", [], Some("p".to_owned())).unwrap();
+        assert_eq!(drain(&mut plan, t0), [list("/x/", Some("p"))]);
     }
 
     #[test]

@@ -135,14 +135,14 @@ impl Client {
         let acknowledged = AtomicBool::new(false);
         match self
             .inner
-            .exchange(&connection, &bytes, deadline, &acknowledged)
+            .exchange(&connection, &bytes, request.verb, deadline, &acknowledged)
             .await
         {
             Err(e) if e.is_connection_lost() && request.verb.is_idempotent() => {
                 tracing::debug!(host, port, verb = %request.verb, "connection lost; sending again on a new connection");
                 let connection = self.connection(host, port, deadline).await?;
                 self.inner
-                    .exchange(&connection, &bytes, deadline, &acknowledged)
+                    .exchange(&connection, &bytes, request.verb, deadline, &acknowledged)
                     .await
             }
             Err(ClientError::RequestTimeout { timeout })
@@ -370,13 +370,14 @@ impl Inner {
         &self,
         connection: &Connection,
         request: &[u8],
+        verb: Verb,
         deadline: Instant,
         acknowledged: &AtomicBool,
     ) -> Result<Response, ClientError> {
         let timeout = self.config.request_timeout;
         let raw = tokio::time::timeout_at(
             deadline,
-            self.send_and_read(connection, request, acknowledged),
+            self.send_and_read(connection, request, verb, acknowledged),
         )
         .await
         .map_err(|_| ClientError::RequestTimeout { timeout })??;
@@ -387,6 +388,7 @@ impl Inner {
         &self,
         connection: &Connection,
         request: &[u8],
+        verb: Verb,
         acknowledged: &AtomicBool,
     ) -> Result<Vec<u8>, ClientError> {
         let (mut send, mut recv) = connection.open_bi().await.map_err(connection_lost)?;
@@ -405,7 +407,7 @@ impl Inner {
                     std::future::pending().await
                 };
                 tokio::select! {
-                    answer = read_capped(&mut recv, cap) => answer,
+                    answer = read_capped(&mut recv, cap, verb) => answer,
                     never = note_acknowledged => never,
                 }
             }
@@ -413,7 +415,7 @@ impl Inner {
             // may still answer why.
             Err(WriteError::Stopped(code)) => {
                 acknowledged.store(true, Ordering::Relaxed);
-                match read_capped(&mut recv, cap).await {
+                match read_capped(&mut recv, cap, verb).await {
                     Ok(answer) if !answer.is_empty() => Ok(answer),
                     Ok(_) | Err(ClientError::StreamReset { .. }) => Err(ClientError::StreamReset {
                         code: code.into_inner(),
@@ -431,7 +433,11 @@ impl Inner {
 
 /// Reads the whole stream, holding at most `cap` bytes: past the cap the
 /// stream is stopped and the bytes are dropped.
-async fn read_capped(recv: &mut RecvStream, cap: usize) -> Result<Vec<u8>, ClientError> {
+async fn read_capped(
+    recv: &mut RecvStream,
+    cap: usize,
+    verb: Verb,
+) -> Result<Vec<u8>, ClientError> {
     let mut buf = Vec::new();
     loop {
         // One byte past the cap is enough to know it is exceeded.
@@ -443,7 +449,7 @@ async fn read_capped(recv: &mut RecvStream, cap: usize) -> Result<Vec<u8>, Clien
                 buf.extend_from_slice(&chunk.bytes);
                 if buf.len() > cap {
                     let _ = recv.stop(VarInt::from_u32(0));
-                    return Err(ClientError::TooLarge { cap });
+                    return Err(ClientError::TooLarge { cap, verb });
                 }
             }
             Ok(None) => return Ok(buf),

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mark_proto::WireError;
+use mark_proto::{Verb, WireError};
 use thiserror::Error;
 
 /// Why a request did not produce a response.
@@ -103,12 +103,12 @@ pub enum ClientError {
         timeout: Duration,
     },
     /// The response is larger than the configured cap.
-    #[error(
-        "the response is larger than this client's {cap}-byte cap, and a section or page is cut from the whole document so it is no smaller; raise the cap (mark-mcp --max-response-bytes) or split the document on the server"
-    )]
+    #[error("{}", too_large(*cap, *verb))]
     TooLarge {
         /// The cap in bytes.
         cap: usize,
+        /// The request's verb (what to ask for instead depends on it).
+        verb: Verb,
     },
     /// The response bytes are not a Mark Protocol response.
     #[error(
@@ -170,4 +170,25 @@ impl ClientError {
     pub(crate) fn is_connection_lost(&self) -> bool {
         matches!(self, ClientError::ConnectionLost { .. })
     }
+}
+
+/// The over-cap sentence for an answer to `verb`: what was too large, and
+/// what to ask for instead.
+fn too_large(cap: usize, verb: Verb) -> String {
+    let what = match verb {
+        Verb::Lookup => {
+            "LOOKUP's table is larger than this client's {cap}-byte cap; ask for fewer rows (a lower limit), narrower words or a smaller scope"
+        }
+        Verb::List => {
+            "the listing is larger than this client's {cap}-byte cap; list a smaller folder"
+        }
+        Verb::Versions => "the history is larger than this client's {cap}-byte cap",
+        _ => {
+            "the response is larger than this client's {cap}-byte cap, and a section or page is cut from the whole document so it is no smaller; split the document on the server"
+        }
+    };
+    format!(
+        "{}, or raise the cap (mark-mcp --max-response-bytes)",
+        what.replace("{cap}", &cap.to_string())
+    )
 }

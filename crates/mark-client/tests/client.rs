@@ -127,7 +127,11 @@ async fn a_body_over_the_cap_is_refused_and_one_at_the_cap_is_read() {
     const CAP: usize = 4096;
     let head = b"---\nstatus: ok\n---\n";
     let server = TestServer::start(move |_, request| {
-        let size = if request.starts_with(b"FETCH /big") {
+        let size = if request
+            .split(|b| *b == b'\n')
+            .next()
+            .is_some_and(|l| l.ends_with(b"/big.md"))
+        {
             1 << 20
         } else {
             CAP - head.len()
@@ -142,7 +146,31 @@ async fn a_body_over_the_cap_is_refused_and_one_at_the_cap_is_read() {
     })
     .unwrap();
     let err = fetch(&client, &server, "/big.md").await.unwrap_err();
-    assert!(matches!(err, ClientError::TooLarge { cap: CAP }), "{err}");
+    assert!(
+        matches!(
+            err,
+            ClientError::TooLarge {
+                cap: CAP,
+                verb: Verb::Fetch
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("split the document"), "{err}");
+    // A LOOKUP table over the cap is told in LOOKUP's words.
+    let err = client
+        .request(
+            "127.0.0.1",
+            server.addr.port(),
+            Request::new(Verb::Lookup, "/big.md").with_meta("query", "x"),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().starts_with("LOOKUP's table is larger"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("a lower limit"), "{err}");
     let exact = fetch(&client, &server, "/exact.md").await.unwrap();
     assert_eq!(exact.body.len(), CAP - head.len());
 }

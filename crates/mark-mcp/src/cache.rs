@@ -2,13 +2,28 @@
 //! out, bounded by their total weight in bytes, each with the [`Stamp`] of
 //! the answer that brought or last confirmed it. Answers can arrive out of
 //! order (two loads in flight at once): an insert keeps the newer of the
-//! held and the offered value ([`Stamp::supersedes`]). Pure logic: the
-//! caller passes the times and the weight of each value (for a document:
-//! its body and parsed parts).
+//! held and the offered value ([`Stamp::supersedes`]), and a stale
+//! `not-found` removes only what is not newer. An answer to a request sent
+//! before the path was forgotten (a write through this session) is never
+//! kept: each request takes a [`Ticket`] before it goes out, and
+//! [`SessionCache::forget`] makes every earlier ticket for that path stale.
+//! Pure logic: the caller passes the times and the weight of each value
+//! (for a document: its body and parsed parts).
 
 use lru::LruCache;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Taken before a request goes out; its answer may change the cache only
+/// while the ticket is current (the path not forgotten since).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Ticket(u64);
+
+/// Paths whose last forget is remembered one by one; past it the oldest
+/// are dropped and every ticket older than them is stale for all paths (a
+/// refused insert only costs a request again).
+const FORGOTTEN_PATHS: usize = 4096;
 
 /// When and as what the source vouched for a value: the answer's version
 /// (when the source numbers them), when its request was sent and when the
@@ -65,6 +80,14 @@ pub struct SessionCache<T> {
     entries: LruCache<String, Slot<T>>,
     max_bytes: usize,
     used: usize,
+    /// Forgets so far: a ticket is this count when it was taken.
+    forgets: u64,
+    /// The count at each path's last forget, the oldest first in `order`.
+    forgotten: HashMap<String, u64>,
+    order: VecDeque<(String, u64)>,
+    /// Tickets below it are stale for every path (forgets no longer
+    /// remembered one by one).
+    floor: u64,
 }
 
 impl<T> SessionCache<T> {
@@ -74,7 +97,22 @@ impl<T> SessionCache<T> {
             entries: LruCache::unbounded(),
             max_bytes,
             used: 0,
+            forgets: 0,
+            forgotten: HashMap::new(),
+            order: VecDeque::new(),
+            floor: 0,
         }
+    }
+
+    /// A ticket for a request about to go out.
+    pub fn ticket(&self) -> Ticket {
+        Ticket(self.forgets)
+    }
+
+    /// Whether an answer asked with `ticket` may still change `path`'s
+    /// entry: the path was not forgotten since the ticket was taken.
+    pub fn is_current(&self, path: &str, ticket: Ticket) -> bool {
+        ticket.0 >= self.floor && self.forgotten.get(path).is_none_or(|&at| at <= ticket.0)
     }
 
     /// Total bytes of the values held now.
@@ -100,12 +138,24 @@ impl<T> SessionCache<T> {
         Some((Arc::clone(&slot.value), fresh))
     }
 
-    /// Stores a value weighing `bytes` that an answer stamped `stamp` brought
-    /// (or confirmed: the same value again), unless the value held for
-    /// `path` is newer; evicts the least recently used values until the total
-    /// fits. A value larger than the whole cache is not kept. Returns the
-    /// value that won, for the caller to use.
-    pub fn insert(&mut self, path: &str, value: Arc<T>, bytes: usize, stamp: Stamp) -> Arc<T> {
+    /// Stores a value weighing `bytes` that an answer stamped `stamp`,
+    /// asked with `ticket`, brought (or confirmed: the same value again),
+    /// unless the value held for `path` is newer; evicts the least recently
+    /// used values until the total fits. Returns the value that won, for
+    /// the caller to use. Not kept: a value larger than the whole cache, and
+    /// one whose ticket is stale (asked before `path` was forgotten: it may
+    /// predate a write).
+    pub fn insert(
+        &mut self,
+        path: &str,
+        value: Arc<T>,
+        bytes: usize,
+        stamp: Stamp,
+        ticket: Ticket,
+    ) -> Arc<T> {
+        if !self.is_current(path, ticket) {
+            return value;
+        }
         if let Some(held) = self.entries.peek(path)
             && !stamp.supersedes(&held.stamp)
         {
@@ -133,10 +183,44 @@ impl<T> SessionCache<T> {
         value
     }
 
-    /// Forgets `path` (after a write through this session).
+    /// Drops `path`'s value (it is gone, or failed).
     pub fn remove(&mut self, path: &str) {
         if let Some(old) = self.entries.pop(path) {
             self.used -= old.bytes;
+        }
+    }
+
+    /// Drops `path`'s value on an answer stamped `stamp`, asked with
+    /// `ticket`, that says it is gone, unless the value held is newer or the
+    /// ticket is stale (a stale `not-found` never evicts a newer document).
+    /// Returns whether the answer counted.
+    pub fn remove_older(&mut self, path: &str, stamp: Stamp, ticket: Ticket) -> bool {
+        let newer_held = self
+            .entries
+            .peek(path)
+            .is_some_and(|held| !stamp.supersedes(&held.stamp));
+        if newer_held || !self.is_current(path, ticket) {
+            return false;
+        }
+        self.remove(path);
+        true
+    }
+
+    /// Forgets `path` after a write through this session: its value goes,
+    /// and no answer to a request asked before now may bring one back.
+    pub fn forget(&mut self, path: &str) {
+        self.remove(path);
+        self.forgets += 1;
+        self.forgotten.insert(path.to_string(), self.forgets);
+        self.order.push_back((path.to_string(), self.forgets));
+        while self.order.len() > FORGOTTEN_PATHS {
+            let Some((oldest, at)) = self.order.pop_front() else {
+                break;
+            };
+            if self.forgotten.get(&oldest) == Some(&at) {
+                self.forgotten.remove(&oldest);
+            }
+            self.floor = self.floor.max(at);
         }
     }
 }
@@ -160,14 +244,14 @@ mod tests {
     fn freshness_follows_the_validation_time() {
         let t0 = Instant::now();
         let mut c = SessionCache::new(100);
-        let a = c.insert("/a.md", Arc::new("a"), 10, at(t0));
+        let a = c.insert("/a.md", Arc::new("a"), 10, at(t0), c.ticket());
         assert_eq!(c.get("/a.md", t0 + secs(4), FRESH).map(|x| x.1), Some(true));
         assert_eq!(
             c.get("/a.md", t0 + secs(5), FRESH).map(|x| x.1),
             Some(false)
         );
         // Confirmed again (a `not-modified`): the same value, a later stamp.
-        c.insert("/a.md", a, 10, at(t0 + secs(6)));
+        c.insert("/a.md", a, 10, at(t0 + secs(6)), c.ticket());
         assert_eq!(c.get("/a.md", t0 + secs(7), FRESH).map(|x| x.1), Some(true));
         assert_eq!(c.get("/a.md", t0, Duration::ZERO).map(|x| x.1), Some(false));
     }
@@ -180,30 +264,87 @@ mod tests {
         // asked at t1 (a plain folder: both say version 1).
         let newer = Stamp::new(Some("1"), t0 + secs(1), t0 + secs(2));
         let older = Stamp::new(Some("1"), t0, t0 + secs(3));
-        c.insert("/a.md", Arc::new("new"), 10, newer);
-        let won = c.insert("/a.md", Arc::new("old"), 10, older);
+        c.insert("/a.md", Arc::new("new"), 10, newer, c.ticket());
+        let won = c.insert("/a.md", Arc::new("old"), 10, older, c.ticket());
         assert_eq!(*won, "new");
         assert_eq!(c.get("/a.md", t0, FRESH).map(|x| *x.0), Some("new"));
         // A versioned store: the higher version wins over a later request.
         let v3 = Stamp::new(Some("3"), t0, t0 + secs(5));
         let v2 = Stamp::new(Some("2"), t0 + secs(1), t0 + secs(6));
-        c.insert("/b.md", Arc::new("v3"), 10, v3);
-        assert_eq!(*c.insert("/b.md", Arc::new("v2"), 10, v2), "v3");
+        c.insert("/b.md", Arc::new("v3"), 10, v3, c.ticket());
+        assert_eq!(*c.insert("/b.md", Arc::new("v2"), 10, v2, c.ticket()), "v3");
         // Asked after the held answer came, an answer is simply later: a
         // document made anew starts at version 1 again.
         let anew = Stamp::new(Some("1"), t0 + secs(7), t0 + secs(7));
-        assert_eq!(*c.insert("/b.md", Arc::new("v1"), 10, anew), "v1");
+        assert_eq!(
+            *c.insert("/b.md", Arc::new("v1"), 10, anew, c.ticket()),
+            "v1"
+        );
         assert_eq!(c.bytes_used(), 20);
+    }
+
+    #[test]
+    fn an_answer_asked_before_a_forget_is_never_kept() {
+        let t0 = Instant::now();
+        let mut c = SessionCache::new(100);
+        c.insert("/a.md", Arc::new("v1"), 10, at(t0), c.ticket());
+        // A load asks (ticket), then a write forgets the path, then the
+        // load's answer (the text before the write) comes.
+        let before = c.ticket();
+        c.forget("/a.md");
+        assert!(c.get("/a.md", t0, FRESH).is_none());
+        let late = c.insert("/a.md", Arc::new("v1"), 10, at(t0 + secs(1)), before);
+        assert_eq!(*late, "v1", "the caller still gets its answer");
+        assert!(c.get("/a.md", t0, FRESH).is_none(), "but it is not kept");
+        assert!(!c.remove_older("/a.md", at(t0 + secs(1)), before));
+        // Other paths, and requests asked after the forget, are kept.
+        c.insert("/b.md", Arc::new("b"), 10, at(t0), before);
+        assert!(c.get("/b.md", t0, FRESH).is_some());
+        let after = c.ticket();
+        c.insert("/a.md", Arc::new("v2"), 10, at(t0 + secs(2)), after);
+        assert_eq!(c.get("/a.md", t0, FRESH).map(|x| *x.0), Some("v2"));
+        assert_eq!(c.bytes_used(), 20);
+    }
+
+    #[test]
+    fn a_stale_not_found_never_removes_a_newer_value() {
+        let t0 = Instant::now();
+        let mut c = SessionCache::new(100);
+        // A not-found asked at t0 comes after a document asked at t1.
+        let newer = Stamp::new(Some("1"), t0 + secs(1), t0 + secs(2));
+        let stale = Stamp::new(Some("1"), t0, t0 + secs(3));
+        c.insert("/a.md", Arc::new("doc"), 10, newer, c.ticket());
+        assert!(!c.remove_older("/a.md", stale, c.ticket()));
+        assert_eq!(c.get("/a.md", t0, FRESH).map(|x| *x.0), Some("doc"));
+        // A not-found asked after the document came removes it.
+        let later = Stamp::new(Some("1"), t0 + secs(4), t0 + secs(4));
+        assert!(c.remove_older("/a.md", later, c.ticket()));
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn forgets_past_the_bound_make_every_older_ticket_stale() {
+        let t0 = Instant::now();
+        let mut c = SessionCache::new(1000);
+        let old = c.ticket();
+        for i in 0..=FORGOTTEN_PATHS {
+            c.forget(&format!("/f{i}.md"));
+        }
+        assert_eq!(c.forgotten.len(), FORGOTTEN_PATHS);
+        c.insert("/other.md", Arc::new(1), 10, at(t0), old);
+        assert!(c.get("/other.md", t0, FRESH).is_none(), "too old to tell");
+        c.insert("/other.md", Arc::new(1), 10, at(t0), c.ticket());
+        assert!(c.get("/other.md", t0, FRESH).is_some());
     }
 
     #[test]
     fn evicts_least_recently_used_by_bytes() {
         let t0 = Instant::now();
         let mut c = SessionCache::new(100);
-        c.insert("/a.md", Arc::new(1), 40, at(t0));
-        c.insert("/b.md", Arc::new(2), 40, at(t0));
+        c.insert("/a.md", Arc::new(1), 40, at(t0), c.ticket());
+        c.insert("/b.md", Arc::new(2), 40, at(t0), c.ticket());
         assert!(c.get("/a.md", t0, FRESH).is_some()); // a is now the most recent
-        c.insert("/c.md", Arc::new(3), 40, at(t0));
+        c.insert("/c.md", Arc::new(3), 40, at(t0), c.ticket());
         assert!(c.get("/b.md", t0, FRESH).is_none());
         assert_eq!(c.bytes_used(), 80);
         assert_eq!(c.len(), 2);
@@ -213,8 +354,8 @@ mod tests {
     fn replacing_and_removing_keep_the_accounting() {
         let t0 = Instant::now();
         let mut c = SessionCache::new(100);
-        c.insert("/a.md", Arc::new(1), 40, at(t0));
-        c.insert("/a.md", Arc::new(2), 30, at(t0));
+        c.insert("/a.md", Arc::new(1), 40, at(t0), c.ticket());
+        c.insert("/a.md", Arc::new(2), 30, at(t0), c.ticket());
         assert_eq!(c.bytes_used(), 30);
         c.remove("/a.md");
         assert_eq!(c.bytes_used(), 0);
@@ -225,8 +366,8 @@ mod tests {
     fn a_value_larger_than_the_cache_is_not_kept() {
         let t0 = Instant::now();
         let mut c = SessionCache::new(100);
-        c.insert("/a.md", Arc::new(1), 60, at(t0));
-        let v = c.insert("/huge.md", Arc::new(2), 101, at(t0));
+        c.insert("/a.md", Arc::new(1), 60, at(t0), c.ticket());
+        let v = c.insert("/huge.md", Arc::new(2), 101, at(t0), c.ticket());
         assert_eq!(*v, 2);
         assert!(c.get("/huge.md", t0, FRESH).is_none());
         assert_eq!(c.bytes_used(), 60);

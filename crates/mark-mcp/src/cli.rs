@@ -9,11 +9,11 @@ use crate::fetch::{FetchParams, fetch};
 use crate::list::{ListParams, list};
 use crate::lookup::{LookupParams, lookup};
 use crate::session::{Loaded, Session};
-use crate::settings::{Settings, parse_bytes, parse_duration};
+use crate::settings::{Settings, parse_bytes, parse_duration, parse_page_bytes};
 use crate::usage::UsageArgs;
 use crate::versions::{VersionsParams, versions};
 use crate::write::{AppendParams, ArchiveParams, PublishParams, append, archive, publish};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use link_graph::CrawlLimits;
 use markdown_slice::{Document, OutlineOptions, Part};
 use std::io::Read;
@@ -71,8 +71,8 @@ pub struct Cli {
     pub dedup_ttl: Duration,
     /// Longest text (document, section or page) in one result; longer bodies
     /// come in pages. The envelope, notes and page line have 4000 bytes more,
-    /// so a result is at most 48000 bytes by default.
-    #[arg(long, global = true, default_value = "44000", value_name = "BYTES", value_parser = parse_bytes)]
+    /// so a result is at most 48000 bytes by default. At least 2000.
+    #[arg(long, global = true, default_value = "44000", value_name = "BYTES", value_parser = parse_page_bytes)]
     pub page_bytes: usize,
     /// Crawl the source for the link graph at start (a --root folder always is).
     #[arg(long, global = true)]
@@ -100,7 +100,8 @@ pub struct Cli {
     /// Crawl requests in flight at once.
     #[arg(long, global = true, default_value = "16", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub crawl_concurrency: u16,
-    /// Longest wait for one request to a Mark server (--host), answer included.
+    /// Longest wait for one request: a Mark server's answer (--host), or a
+    /// read of the folder (--root; a stalled file system then fails).
     #[arg(long, global = true, default_value = "15s", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Duration,
     /// Largest answer taken from a Mark server (--host), in bytes (k, M suffixes).
@@ -196,6 +197,34 @@ pub struct OpenArgs {
 }
 
 impl Cli {
+    /// The command line as parsed: the options are global (given before or
+    /// after the verb), but `usage`, which reads transcripts and no source,
+    /// shows in its help only its own options and `--root` (its filter).
+    pub fn command_line() -> clap::Command {
+        let command = Cli::command();
+        // Given to `usage` before clap copies the global options into each
+        // verb, so the copy it keeps is this one: the same option, hidden
+        // (or, for `--root`, with usage's own help).
+        let own_copies: Vec<clap::Arg> = command
+            .get_arguments()
+            .filter(|a| a.is_global_set())
+            .map(|a| match a.get_id().as_str() {
+                "root" => a
+                    .clone()
+                    .help("List only the markdown reads under this folder"),
+                _ => a.clone().hide(true),
+            })
+            .collect();
+        command.mut_subcommand("usage", |usage| usage.args(own_copies))
+    }
+
+    /// Parses the process's arguments with [`Cli::command_line`] (exits
+    /// with clap's message on an error, or after `--help`).
+    pub fn parse_args() -> Cli {
+        let mut matches = Cli::command_line().get_matches();
+        Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit())
+    }
+
     /// The source the options name: `--source` (a `mark://` URL or a
     /// folder, `~/` meaning the home folder), else `--root` or `--host`.
     pub fn source_choice(&self) -> Option<SourceChoice> {
@@ -422,6 +451,100 @@ pub fn print(t: &ToolText, json: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        let mut matches = Cli::command_line().try_get_matches_from(args)?;
+        Cli::from_arg_matches_mut(&mut matches)
+    }
+
+    #[test]
+    fn page_bytes_under_the_floor_are_refused() {
+        let err = parse(&[
+            "mark-mcp",
+            "--root",
+            "/kb",
+            "--page-bytes",
+            "0",
+            "fetch",
+            "/a.md",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("under the floor of 2000 bytes"), "{err}");
+        assert!(parse(&["mark-mcp", "--page-bytes", "1999", "tools"]).is_err());
+        let cli = parse(&["mark-mcp", "--page-bytes", "2000", "tools"]).unwrap();
+        assert_eq!(cli.page_bytes, crate::settings::MIN_PAGE_BYTES);
+        assert_eq!(parse(&["mark-mcp", "tools"]).unwrap().page_bytes, 44_000);
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command_line().debug_assert();
+    }
+
+    #[test]
+    fn usage_help_shows_only_the_options_usage_reads() {
+        let mut command = Cli::command_line();
+        // As `--help` sees it: the global options copied into each verb.
+        command.build();
+        let help = command
+            .find_subcommand_mut("usage")
+            .expect("usage is a verb")
+            .render_help()
+            .to_string();
+        for own in ["--transcripts", "--server", "--since", "--json", "--root"] {
+            assert!(help.contains(own), "{own} missing: {help}");
+        }
+        for server in [
+            "--host",
+            "--source",
+            "--page-bytes",
+            "--fresh-for",
+            "--write",
+            "--pin",
+        ] {
+            assert!(!help.contains(server), "{server} shown: {help}");
+        }
+        // The other verbs still show them.
+        let fetch = command
+            .find_subcommand_mut("fetch")
+            .expect("fetch is a verb")
+            .render_help()
+            .to_string();
+        assert!(
+            fetch.contains("--source") && fetch.contains("--page-bytes"),
+            "{fetch}"
+        );
+    }
+
+    #[test]
+    fn source_options_go_before_or_after_the_verb() {
+        for args in [
+            &["mark-mcp", "--source", "/kb", "fetch", "/a.md"][..],
+            &["mark-mcp", "fetch", "/a.md", "--source", "/kb"],
+            &[
+                "mark-mcp",
+                "--root",
+                "/kb",
+                "--page-bytes",
+                "9000",
+                "fetch",
+                "/a.md",
+            ],
+        ] {
+            let cli = parse(args).unwrap();
+            assert_eq!(
+                cli.source_choice(),
+                Some(SourceChoice::Folder(PathBuf::from("/kb"))),
+                "{args:?}"
+            );
+            assert!(matches!(cli.verb, Some(Verb::Fetch(_))));
+        }
+        let cli = parse(&["mark-mcp", "usage", "--root", "/n", "--since", "2026-11-01"]).unwrap();
+        assert_eq!(cli.root, Some(PathBuf::from("/n")));
+        let cli = parse(&["mark-mcp", "--root", "/n", "usage"]).unwrap();
+        assert_eq!(cli.root, Some(PathBuf::from("/n")));
+    }
 
     #[test]
     fn a_folder_crawl_has_no_document_count_bound_unless_set() {

@@ -126,7 +126,8 @@ impl CrawlProgress {
 
     /// A parenthesised one-line note on the crawl when it did not end
     /// cleanly (stopped at a bound, still running, failed requests,
-    /// listings that did not say they were complete); `None` otherwise.
+    /// listings that did not say they were complete, listings whose paging
+    /// looped); `None` otherwise.
     pub fn note(&self) -> Option<String> {
         let stopped = match &self.state {
             CrawlState::Done(o) => o.stopped.map(|s| format!("crawl stopped: {s}")),
@@ -156,7 +157,18 @@ impl CrawlProgress {
                 },
             )
         });
-        let clauses: Vec<String> = [stopped, failed, unstated].into_iter().flatten().collect();
+        let looped = match &self.state {
+            CrawlState::Done(o) if o.repeated_cursors > 0 => Some(format!(
+                "{} listing{} ended early: the server repeated a next-cursor it had already given",
+                o.repeated_cursors,
+                if o.repeated_cursors == 1 { "" } else { "s" },
+            )),
+            _ => None,
+        };
+        let clauses: Vec<String> = [stopped, failed, unstated, looped]
+            .into_iter()
+            .flatten()
+            .collect();
         (!clauses.is_empty()).then(|| format!("({})", clauses.join("; ")))
     }
 }
@@ -566,9 +578,18 @@ impl SessionGraph {
         self.shared.write().index(path, etag, doc, modified, stamp);
     }
 
-    /// Forgets a document that answered `not-found` or `archived`.
-    pub fn forget(&self, path: &str) {
-        self.shared.write().remove(&graph_key(path));
+    /// Forgets a document that answered `not-found` or `archived` to a
+    /// request stamped `stamp`, unless the links held came from a newer answer.
+    pub fn forget(&self, path: &str, stamp: Stamp) {
+        let path = graph_key(path);
+        let mut held = self.shared.write();
+        if held
+            .stamps
+            .get(&*path)
+            .is_none_or(|kept| stamp.supersedes(kept))
+        {
+            held.remove(&path);
+        }
     }
 
     /// The links into the document with key `path` (see [`crate::keys`]) and

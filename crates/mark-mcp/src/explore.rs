@@ -283,6 +283,10 @@ async fn list_parent(session: &Session, dir: &str, now: Instant) -> Listing {
     // cursor give are the folder's, up to `LISTED_ENTRIES`.
     let mut entries = Vec::new();
     let mut next: Option<String> = None;
+    // A server whose paging loops (a cursor given again) is not followed
+    // round: the listing ends there, partial.
+    let mut followed = std::collections::HashSet::new();
+    let ticket = session.listing_ticket();
     let completeness = loop {
         let mut req = Request::new(Verb::List, dir).with_meta("page-size", LIST_PAGE.to_string());
         if let Some(c) = &next {
@@ -308,7 +312,7 @@ async fn list_parent(session: &Session, dir: &str, now: Instant) -> Listing {
         entries.extend(page);
         match Completeness::of(&resp) {
             Completeness::Partial(Some(c))
-                if !empty && entries.len() < LISTED_ENTRIES && next.as_ref() != Some(&c) =>
+                if !empty && entries.len() < LISTED_ENTRIES && followed.insert(c.clone()) =>
             {
                 next = Some(c);
             }
@@ -322,6 +326,7 @@ async fn list_parent(session: &Session, dir: &str, now: Instant) -> Listing {
             completeness,
         },
         now,
+        ticket,
     ))
 }
 

@@ -163,11 +163,18 @@ async fn fetch_within(
     if let Some(c) = &cursor
         && !c.matches(cached.identity.etag.as_deref())
     {
-        return Err(ToolText::error(format!(
-            "{} changed since that cursor was given (now {}); fetch it again without a cursor",
-            target.path,
-            cached.identity.label()
-        )));
+        return Err(ToolText::error(if c.sealed() {
+            format!(
+                "{} changed since that cursor was given (now {}); fetch it again without a cursor",
+                target.path,
+                cached.identity.label()
+            )
+        } else {
+            format!(
+                "cursor `{}` is not one mark-mcp gave; fetch again without a cursor",
+                c.encode()
+            )
+        }));
     }
     // The header and the lines that close the result are held first: the
     // sections get what is left, `--page-bytes` at most.
@@ -991,7 +998,13 @@ pub(crate) fn miss_message(path: &str, wanted: &str, miss: &PartMiss) -> String 
             short(wanted),
             listed(
                 miss.nearest.clone(),
-                "(none: the document has no anchored headings)"
+                // A heading path (`Heading#Sub`) looks only under the
+                // headings it names.
+                if wanted.trim_start_matches('#').contains('#') {
+                    "(none: the section the heading path reaches has no subheadings)"
+                } else {
+                    "(none: the document has no anchored headings)"
+                }
             )
         ),
     }

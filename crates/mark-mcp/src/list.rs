@@ -96,16 +96,35 @@ async fn list_page(session: &Session, params: ListParams) -> Result<ToolText, To
             "the server's listing of {dir} is malformed ({e}); try again or report it"
         ))
     })?;
-    let lines: Vec<String> = entries
-        .iter()
-        .map(|e| format!("- {}", entry_path(&dir, e)))
-        .collect();
+    // Names that differ only in Unicode form (an NFC and an NFD `résumé.md`)
+    // make one path: listed once, and said.
+    let mut paths: Vec<String> = Vec::with_capacity(entries.len());
+    let mut twice: Vec<String> = Vec::new();
+    for e in &entries {
+        let path = entry_path(&dir, e);
+        if paths.contains(&path) {
+            if !twice.contains(&path) {
+                twice.push(path);
+            }
+        } else {
+            paths.push(path);
+        }
+    }
+    let lines: Vec<String> = paths.iter().map(|p| format!("- {p}")).collect();
     let mut text = bounded_lines(
         lines.iter().map(String::as_str),
         32 * 1024,
         PAGE_SIZE,
         "entries",
     );
+    if !twice.is_empty() {
+        let named: Vec<&str> = twice.iter().take(5).map(String::as_str).collect();
+        text.push_str(&format!(
+            "\nListed once, though the folder holds it under names that differ only in Unicode form (NFC and NFD): {}{}; its path reads one of them, and the other cannot be named apart: rename one to read both.",
+            named.join(", "),
+            if twice.len() > named.len() { ", …" } else { "" }
+        ));
+    }
     let completeness = Completeness::of(&resp);
     let complete = match &completeness {
         Completeness::Complete => "true",
@@ -122,7 +141,7 @@ async fn list_page(session: &Session, params: ListParams) -> Result<ToolText, To
         _ => {}
     }
     Ok(ToolText::new("ok")
-        .with("entries", entries.len().to_string())
+        .with("entries", paths.len().to_string())
         .with("complete", complete)
         .with_text(text))
 }

@@ -247,6 +247,26 @@ async fn read_into(
     statuses
 }
 
+/// The query words a message names: the first [`NAMED_WORDS`], then how
+/// many more, cut to [`NAMED_WORDS_BYTES`] (a 10,000-word query is not
+/// echoed whole).
+fn some_words(words: &[String]) -> String {
+    let mut named = words
+        .iter()
+        .take(NAMED_WORDS)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(" ");
+    if words.len() > NAMED_WORDS {
+        named.push_str(&format!(" (+{} more)", words.len() - NAMED_WORDS));
+    }
+    crate::envelope::one_line(&named, NAMED_WORDS_BYTES)
+}
+
+/// Query words a message names at most, and their bytes.
+const NAMED_WORDS: usize = 20;
+const NAMED_WORDS_BYTES: usize = 300;
+
 /// Below this much room a hit is named, not read.
 const MIN_READ_BYTES: usize = 400;
 
@@ -342,6 +362,12 @@ async fn search(
     // The rows before the cursor are asked again: the protocol has no cursor.
     let wanted = (offset + limit as usize).min(SOURCE_MAX_ROWS);
     let words = query_words(query);
+    if query != "*" && words.searched.is_empty() {
+        return Err(ToolText::error(format!(
+            "`{}` has no word of 2 characters or more, and LOOKUP leaves shorter ones out; give a longer word, or * for everything",
+            crate::session::short(query)
+        )));
+    }
     let request = |query: &str, limit: u32| {
         let mut req = Request::new(Verb::Lookup, scope.clone())
             .with_meta("query", query)
@@ -427,7 +453,7 @@ async fn search(
     } else if query != "*" {
         text.push_str(&format!(
             "nothing holds any of: {}; try other or fewer words{}, or a wider scope\n",
-            words.searched.join(" "),
+            some_words(&words.searched),
             if found.table.mode == mark_proto::lookup::MatchMode::Body {
                 ""
             } else {
@@ -443,7 +469,7 @@ async fn search(
         (!too_short.is_empty()).then(|| {
             format!(
                 "not searched (words under 2 characters): {}",
-                too_short.join(" ")
+                some_words(&too_short)
             )
         }),
     ]

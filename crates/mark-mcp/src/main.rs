@@ -1,6 +1,5 @@
 //! The `mark-mcp` binary: MCP over stdio, or one CLI verb.
 
-use clap::Parser;
 use mark_mcp::cli::{self, Cli, Verb};
 use mark_mcp::demo;
 use mark_mcp::server::MarkServer;
@@ -11,7 +10,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     // Stdout carries only JSON-RPC (or a verb's result): logs go to stderr.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -49,7 +49,9 @@ pub fn page_ranges(text: &str, headings: &[usize], max: usize) -> Vec<Range<usiz
 /// A page request: which page (1-based) of which slice (the whole body or
 /// one section) of which version (etag prefix), with a check digest over
 /// all three so that a cursor mark-mcp did not give for this request (edited,
-/// made up, or given for another section) is refused, not read.
+/// made up, or given for another section) is refused, not read; and a seal
+/// over the page and version alone, so that a cursor of an older version
+/// (whose slice is no longer known) is told apart from a made-up etag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cursor {
     /// 1-based page number.
@@ -58,10 +60,19 @@ pub struct Cursor {
     pub etag: String,
     /// The first hex digits of the digest of page, etag and slice.
     check: String,
+    /// The first hex digits of the digest of page and etag ("" when the
+    /// cursor has none).
+    seal: String,
 }
 
 /// Hex digits of a cursor's check digest.
 const CHECK_DIGITS: usize = 6;
+/// Hex digits of a cursor's seal.
+const SEAL_DIGITS: usize = 4;
+
+fn seal_of(page: usize, etag: &str) -> String {
+    blake3::hash(format!("seal.{page}.{etag}").as_bytes()).to_hex()[..SEAL_DIGITS].to_string()
+}
 
 /// The first 12 hex digits of `etag` (all of a shorter one; none without).
 fn etag_prefix(etag: Option<&str>) -> &str {
@@ -78,24 +89,44 @@ impl Cursor {
     pub fn new(page: usize, etag: Option<&str>, slice: &Range<usize>) -> Cursor {
         let etag = etag_prefix(etag).to_string();
         let check = check_of(page, &etag, slice);
-        Cursor { page, etag, check }
+        let seal = seal_of(page, &etag);
+        Cursor {
+            page,
+            etag,
+            check,
+            seal,
+        }
     }
 
     /// Reads a cursor written by [`Cursor::encode`].
     pub fn parse(s: &str) -> Option<Cursor> {
         let (page, rest) = s.trim().strip_prefix('p')?.split_once('.')?;
-        let (etag, check) = rest.rsplit_once('.')?;
+        let (etag, digests) = rest.rsplit_once('.')?;
         let page = page.parse().ok().filter(|&p| p >= 1)?;
+        let (check, seal) = match digests.get(..CHECK_DIGITS) {
+            Some(check) if digests.len() == CHECK_DIGITS + SEAL_DIGITS => {
+                (check, &digests[CHECK_DIGITS..])
+            }
+            _ => (digests, ""),
+        };
         Some(Cursor {
             page,
             etag: etag.to_string(),
             check: check.to_string(),
+            seal: seal.to_string(),
         })
     }
 
     /// The opaque string given to the agent.
     pub fn encode(&self) -> String {
-        format!("p{}.{}.{}", self.page, self.etag, self.check)
+        format!("p{}.{}.{}{}", self.page, self.etag, self.check, self.seal)
+    }
+
+    /// Whether mark-mcp gave this page number with this version (for some
+    /// slice): a cursor of an older version is sealed, one whose etag or
+    /// page was made up or edited is not.
+    pub fn sealed(&self) -> bool {
+        self.seal == seal_of(self.page, &self.etag)
     }
 
     /// Whether this cursor was cut from the document with `etag`.
@@ -136,7 +167,8 @@ mod tests {
             Ok(Some(Cursor {
                 page: 2,
                 etag: "abc".to_owned(),
-                check: "123456".to_owned()
+                check: "123456".to_owned(),
+                seal: String::new(),
             }))
         );
         assert_eq!(
@@ -199,8 +231,12 @@ mod tests {
         assert!(!c.matches(Some("ffff")));
         assert!(c.pages(&(0..100)));
         assert!(!c.pages(&(40..100)));
+        assert!(c.sealed());
         let edited = c.encode().replacen("p2.", "p3.", 1);
         assert!(!Cursor::parse(&edited).is_some_and(|e| e.pages(&(0..100))));
+        assert!(!Cursor::parse(&edited).is_some_and(|e| e.sealed()));
+        let made_up = c.encode().replacen("0123456789ab", "0123456789ac", 1);
+        assert!(!Cursor::parse(&made_up).is_some_and(|e| e.sealed()));
         let no_etag = Cursor::new(1, None, &(0..9));
         assert_eq!(Cursor::parse(&no_etag.encode()), Some(no_etag));
         assert_eq!(Cursor::parse("p0.x.y"), None);

@@ -2,7 +2,7 @@
 //! folder listings a card shows, and the delivery log. Every capability
 //! takes a `&Session`; with stdio there is one session per process.
 
-use crate::cache::{SessionCache, Stamp};
+use crate::cache::{SessionCache, Stamp, Ticket};
 use crate::crawl::{CrawlWatcher, SessionGraph, Waited, parent_dir};
 use crate::dedup::{DeliveryLog, Identity};
 use crate::envelope::ToolText;
@@ -180,8 +180,9 @@ enum Outcome {
         weight: usize,
         stamp: Stamp,
     },
-    /// `not-found` or `archived`: the document is gone.
-    Gone(ToolText),
+    /// `not-found` or `archived`: the document is gone, by the answer
+    /// stamped `stamp`.
+    Gone { text: ToolText, stamp: Stamp },
     /// Another status: passed through, the cached copy dropped.
     Failed(ToolText),
     /// What to answer, the cache left as it is (no answer from the source,
@@ -191,8 +192,9 @@ enum Outcome {
 
 /// One FETCH in flight, shared by the loads of its document.
 type Flight = Shared<BoxFuture<'static, Arc<Outcome>>>;
-/// A [`Flight`] held without keeping it alive, with its number.
-type HeldFlight = (WeakShared<BoxFuture<'static, Arc<Outcome>>>, u64);
+/// A [`Flight`] held without keeping it alive, with its number and the
+/// cache ticket taken before its request went out.
+type HeldFlight = (WeakShared<BoxFuture<'static, Arc<Outcome>>>, u64, Ticket);
 
 /// The state of one session.
 pub struct Session {
@@ -359,7 +361,8 @@ impl Session {
         }
         let graph = self.graph();
         let started = graph.start(now, false);
-        if graph.wait(graph.settings().wait, watcher).await == Waited::Cancelled {
+        let waited = graph.wait(graph.settings().wait, watcher).await;
+        if waited == Waited::Cancelled {
             if started {
                 graph.stop();
             }
@@ -376,6 +379,14 @@ impl Session {
                     .iter()
                     .map(|p| crate::keys::wire_path(p))
                     .collect();
+                if nearest.is_empty()
+                    && let Some(why) = unlearnt_names(waited, graph)
+                {
+                    return Err(format!(
+                        "`{}` cannot be resolved: no note's name is known, since {why}; check the source, or fetch the note by its /path",
+                        short(written)
+                    ));
+                }
                 let nearest = if nearest.is_empty() {
                     "(none: no notes known yet)".to_string()
                 } else {
@@ -431,7 +442,10 @@ impl Session {
     /// one running waits for its answer rather than sending its own (a
     /// revalidation starts its own, which later loads then join). Answers are
     /// kept newer-wins ([`Stamp::supersedes`]), so a slow older answer never
-    /// replaces a newer one in the cache or the graph.
+    /// replaces a newer one in the cache or the graph, and a slow `not-found`
+    /// never evicts a newer document. An answer to a request sent before a
+    /// write through this session ([`Session::forget`]) is given to its
+    /// callers, which were concurrent with the write, but never kept.
     pub async fn load_with(&self, path: &str, now: Instant, freshness: Freshness) -> Loaded {
         let cached = lock(&self.cache).get(path, now, self.settings.fresh_for);
         if let Some((doc, true)) = &cached
@@ -440,16 +454,23 @@ impl Session {
             return Loaded::Doc(Arc::clone(doc));
         }
         let base = cached.map(|(doc, _)| doc);
-        let (flight, number) = self.flight(path, base, now, freshness);
+        let (flight, number, ticket) = self.flight(path, base, now, freshness);
         let outcome = flight.await;
         {
             let mut flights = lock(&self.flights);
-            if flights.get(path).is_some_and(|(_, n)| *n == number) {
+            if flights.get(path).is_some_and(|(_, n, _)| *n == number) {
                 flights.remove(path);
             }
         }
         match &*outcome {
             Outcome::Doc { doc, weight, stamp } => {
+                let won = {
+                    let mut cache = lock(&self.cache);
+                    if !cache.is_current(path, ticket) {
+                        return Loaded::Doc(Arc::clone(doc));
+                    }
+                    cache.insert(path, Arc::clone(doc), *weight, *stamp, ticket)
+                };
                 // Every document read adds its links to the graph.
                 self.graph.index(
                     path,
@@ -458,12 +479,13 @@ impl Session {
                     doc.modified.as_deref(),
                     *stamp,
                 );
-                Loaded::Doc(lock(&self.cache).insert(path, Arc::clone(doc), *weight, *stamp))
+                Loaded::Doc(won)
             }
-            Outcome::Gone(t) => {
-                lock(&self.cache).remove(path);
-                self.graph.forget(path);
-                Loaded::Answer(t.clone())
+            Outcome::Gone { text, stamp } => {
+                if lock(&self.cache).remove_older(path, *stamp, ticket) {
+                    self.graph.forget(path, *stamp);
+                }
+                Loaded::Answer(text.clone())
             }
             Outcome::Failed(t) => {
                 lock(&self.cache).remove(path);
@@ -474,21 +496,24 @@ impl Session {
     }
 
     /// The request in flight for `path` to wait on: the running one, or a new
-    /// one (conditional on `base`'s etag) that later loads join.
+    /// one (conditional on `base`'s etag) that later loads join; with its
+    /// number and cache ticket (taken under the flights' lock, as
+    /// [`Session::forget`] drops the running one and forgets the path).
     fn flight(
         &self,
         path: &str,
         base: Option<Arc<CachedDoc>>,
         now: Instant,
         freshness: Freshness,
-    ) -> (Flight, u64) {
+    ) -> (Flight, u64, Ticket) {
         let mut flights = lock(&self.flights);
         if freshness == Freshness::CacheOk
-            && let Some((weak, number)) = flights.get(path)
+            && let Some((weak, number, ticket)) = flights.get(path)
             && let Some(running) = weak.upgrade()
         {
-            return (running, *number);
+            return (running, *number, *ticket);
         }
+        let ticket = lock(&self.cache).ticket();
         let number = self.flight_numbers.fetch_add(1, Ordering::Relaxed);
         let flight = fetch_once(Arc::clone(&self.source), path.to_string(), base, now)
             .boxed()
@@ -496,9 +521,9 @@ impl Session {
         // Held weakly: when every load waiting on it is dropped (cancelled),
         // so is its request.
         if let Some(weak) = flight.downgrade() {
-            flights.insert(path.to_string(), (weak, number));
+            flights.insert(path.to_string(), (weak, number, ticket));
         }
-        (flight, number)
+        (flight, number, ticket)
     }
 
     /// `dir`'s listing if it was listed within the freshness window.
@@ -508,24 +533,57 @@ impl Session {
             .and_then(|(listing, fresh)| fresh.then_some(listing))
     }
 
-    /// Keeps `dir`'s listing, just answered, for [`Session::fresh_listing`].
+    /// The ticket to take before asking for a folder's listing (see
+    /// [`Session::keep_listing`]).
+    pub fn listing_ticket(&self) -> Ticket {
+        lock(&self.listings).ticket()
+    }
+
+    /// Keeps `dir`'s listing, just answered to LISTs asked with `ticket`,
+    /// for [`Session::fresh_listing`] (unless a write forgot the folder since).
     pub fn keep_listing(
         &self,
         dir: &str,
         listing: FolderListing,
         now: Instant,
+        ticket: Ticket,
     ) -> Arc<FolderListing> {
         let weight = listing.weight();
         let stamp = Stamp::new(None, now, now);
-        lock(&self.listings).insert(dir, Arc::new(listing), weight, stamp)
+        lock(&self.listings).insert(dir, Arc::new(listing), weight, stamp, ticket)
     }
 
-    /// Forgets a cached document and its folder's listing (after a write
-    /// through this session: the folder may have a new entry).
+    /// Forgets a cached document and its folder's listing after a write
+    /// through this session (the folder may have a new entry). A load in
+    /// flight since before is not joined by later loads, and its answer is
+    /// not kept: it may hold the text before the write.
     pub fn forget(&self, path: &str) {
-        lock(&self.cache).remove(path);
-        lock(&self.listings).remove(parent_dir(path));
+        let mut flights = lock(&self.flights);
+        flights.remove(path);
+        lock(&self.cache).forget(path);
+        drop(flights);
+        lock(&self.listings).forget(parent_dir(path));
     }
+}
+
+/// Why the crawl learnt no note's name, when it did not end cleanly: it
+/// still waits on the source past `--crawl-wait`, or its requests failed
+/// (a timeout says so); `None` when it ran and found none.
+fn unlearnt_names(waited: Waited, graph: &SessionGraph) -> Option<String> {
+    if waited == Waited::TimedOut {
+        return Some(format!(
+            "the crawl that learns them got no answer from the source within --crawl-wait ({} s)",
+            graph.settings().wait.as_secs_f64()
+        ));
+    }
+    let progress = graph.progress();
+    let failure = progress.first_failure?;
+    Some(format!(
+        "the crawl that learns them failed ({} request{} failed, first: {})",
+        progress.failures,
+        if progress.failures == 1 { "" } else { "s" },
+        crate::envelope::one_line(&failure, 300)
+    ))
 }
 
 /// Sends one FETCH of `path` (conditional on `base`'s etag), asked at
@@ -559,14 +617,15 @@ async fn fetch_once(
         (Status::Ok, _) => parse(&path, resp, stamp),
         (Status::NotFound | Status::Archived, _) => {
             let t = passthrough(&resp);
-            Outcome::Gone(if status == Status::Archived && t.text.is_empty() {
+            let text = if status == Status::Archived && t.text.is_empty() {
                 // The protocol's `archived` has no body: say what is still possible.
                 t.with_text(format!(
                     "{path} is archived; its versions stay readable at \"{path}/vN\" (mark_versions lists them)."
                 ))
             } else {
                 t
-            })
+            };
+            Outcome::Gone { text, stamp }
         }
         _ => Outcome::Failed(passthrough(&resp)),
     })
@@ -743,10 +802,37 @@ mod tests {
     }
 
     /// The real engine over a folder; the first request is answered by the
-    /// engine at once but its answer is held until the test lets it go.
+    /// engine at once, then says so (`held`) and its answer is held until
+    /// the test lets it go (`release`): interleavings without sleeps.
     struct HeldFirst {
         inner: LocalSource,
-        gate: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
+        gate: Mutex<Option<Gate>>,
+    }
+
+    struct Gate {
+        held: tokio::sync::oneshot::Sender<()>,
+        release: tokio::sync::oneshot::Receiver<()>,
+    }
+
+    /// The test's ends of a [`HeldFirst`]'s gate.
+    struct Handles {
+        held: tokio::sync::oneshot::Receiver<()>,
+        release: tokio::sync::oneshot::Sender<()>,
+    }
+
+    impl HeldFirst {
+        fn over(dir: &Path) -> (HeldFirst, Handles) {
+            let (held_tx, held) = tokio::sync::oneshot::channel();
+            let (release, release_rx) = tokio::sync::oneshot::channel();
+            let source = HeldFirst {
+                inner: LocalSource::open(dir, false).unwrap(),
+                gate: Mutex::new(Some(Gate {
+                    held: held_tx,
+                    release: release_rx,
+                })),
+            };
+            (source, Handles { held, release })
+        }
     }
 
     impl Source for HeldFirst {
@@ -758,7 +844,8 @@ mod tests {
             Box::pin(async move {
                 let answer = self.inner.send(req).await;
                 if let Some(gate) = gate {
-                    let _ = gate.await;
+                    let _ = gate.held.send(());
+                    let _ = gate.release.await;
                 }
                 answer
             })
@@ -771,33 +858,53 @@ mod tests {
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_slow_older_answer_never_replaces_a_newer_one() {
+    /// A cold load of `/f.md` in a session over a folder holding it with
+    /// `body` (or not at all), started and answered by the engine, its
+    /// answer held at the gate: returns once the engine has read the file.
+    struct HeldLoad {
+        dir: tempfile::TempDir,
+        session: Arc<Session>,
+        load: tokio::task::JoinHandle<Loaded>,
+        release: tokio::sync::oneshot::Sender<()>,
+        t0: Instant,
+    }
+
+    async fn held_load(body: Option<&str>) -> HeldLoad {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("f.md");
-        std::fs::write(&file, "# F\n\nSee [old](old.md).\n").unwrap();
-        let (release, gate) = tokio::sync::oneshot::channel();
-        let source = HeldFirst {
-            inner: LocalSource::open(dir.path(), false).unwrap(),
-            gate: Mutex::new(Some(gate)),
-        };
-        let s = Arc::new(Session::new(Arc::new(source), Settings::default()));
+        if let Some(body) = body {
+            std::fs::write(dir.path().join("f.md"), body).unwrap();
+        }
+        let (source, gate) = HeldFirst::over(dir.path());
+        let session = Arc::new(Session::new(Arc::new(source), Settings::default()));
         let t0 = Instant::now();
-        // A cold load goes out first; its (old) answer is held back.
-        let slow = tokio::spawn({
-            let s = Arc::clone(&s);
+        let load = tokio::spawn({
+            let s = Arc::clone(&session);
             async move { s.load("/f.md", t0).await }
         });
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        std::fs::write(&file, "# F\n\nSee [new](new.md).\n").unwrap();
+        gate.held.await.unwrap();
+        HeldLoad {
+            dir,
+            session,
+            load,
+            release: gate.release,
+            t0,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_older_answer_never_replaces_a_newer_one() {
+        // A cold load goes out first; its (old) answer is held back.
+        let held = held_load(Some("# F\n\nSee [old](old.md).\n")).await;
+        let (s, t0) = (&held.session, held.t0);
+        std::fs::write(held.dir.path().join("f.md"), "# F\n\nSee [new](new.md).\n").unwrap();
         // A revalidation asked later gets the new text first.
         let t1 = t0 + std::time::Duration::from_millis(1);
         let Loaded::Doc(new) = s.load_with("/f.md", t1, Freshness::Revalidate).await else {
             panic!("f.md loads");
         };
         assert!(new.doc.source().contains("new.md"));
-        release.send(()).unwrap();
-        let Loaded::Doc(late) = slow.await.unwrap() else {
+        held.release.send(()).unwrap();
+        let Loaded::Doc(late) = held.load.await.unwrap() else {
             panic!("the slow load answers");
         };
         // The older answer lost: the late load, the cache and the graph
@@ -809,6 +916,96 @@ mod tests {
         assert!(Arc::ptr_eq(&cached, &new));
         assert_eq!(s.graph().backlinks("/new.md").0.len(), 1);
         assert!(s.graph().backlinks("/old.md").0.is_empty());
+    }
+
+    /// A load in flight across a write through this session: its answer
+    /// (the text before the write) goes to its caller, but is not cached,
+    /// so the next load within `--fresh-for` asks again and gets the new
+    /// text; a load started after the write does not join the old request.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_load_in_flight_across_a_write_is_not_served_as_fresh_after_it() {
+        // The engine has read the old text; the write lands, then forgets.
+        let held = held_load(Some("# F\n\nBefore the write.\n")).await;
+        let (s, t0) = (&held.session, held.t0);
+        std::fs::write(held.dir.path().join("f.md"), "# F\n\nAfter the write.\n").unwrap();
+        s.forget("/f.md");
+        // Started after the write: a request of its own, answered at once
+        // while the old one is still held.
+        let after = tokio::time::timeout(std::time::Duration::from_secs(10), s.load("/f.md", t0))
+            .await
+            .expect("a load after the write joined the request from before it");
+        let Loaded::Doc(after) = after else {
+            panic!("f.md loads");
+        };
+        assert!(
+            after.doc.source().contains("After"),
+            "{}",
+            after.doc.source()
+        );
+        held.release.send(()).unwrap();
+        let Loaded::Doc(old) = held.load.await.unwrap() else {
+            panic!("the load in flight answers");
+        };
+        assert!(
+            old.doc.source().contains("Before"),
+            "its caller gets its answer"
+        );
+        // Within --fresh-for, the cache serves the text after the write.
+        let Loaded::Doc(cached) = s.load("/f.md", t0).await else {
+            panic!("cached");
+        };
+        assert!(
+            cached.doc.source().contains("After"),
+            "{}",
+            cached.doc.source()
+        );
+    }
+
+    /// The race the other way round, without the second load: the answer
+    /// from before the write must not be cached after the forget.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_answer_from_before_a_write_is_not_cached_after_the_forget() {
+        let held = held_load(Some("# F\n\nBefore the write.\n")).await;
+        let (s, t0) = (&held.session, held.t0);
+        std::fs::write(held.dir.path().join("f.md"), "# F\n\nAfter the write.\n").unwrap();
+        s.forget("/f.md");
+        held.release.send(()).unwrap();
+        assert!(matches!(held.load.await.unwrap(), Loaded::Doc(_)));
+        assert_eq!(
+            s.cache_bytes_used(),
+            0,
+            "nothing kept from before the write"
+        );
+        let Loaded::Doc(next) = s.load("/f.md", t0).await else {
+            panic!("f.md loads");
+        };
+        assert!(next.doc.source().contains("After"), "{}", next.doc.source());
+    }
+
+    /// A `not-found` asked before the document was made, answered after a
+    /// later load brought it: the document stays cached and in the graph.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stale_not_found_never_evicts_a_newer_document() {
+        let held = held_load(None).await;
+        let (s, t0) = (&held.session, held.t0);
+        std::fs::write(held.dir.path().join("f.md"), "# F\n\nSee [x](x.md).\n").unwrap();
+        let t1 = t0 + std::time::Duration::from_millis(1);
+        let Loaded::Doc(made) = s.load_with("/f.md", t1, Freshness::Revalidate).await else {
+            panic!("f.md loads once made");
+        };
+        held.release.send(()).unwrap();
+        assert!(
+            matches!(held.load.await.unwrap(), Loaded::Answer(t) if t.status == "not-found"),
+            "the stale load's caller gets its not-found"
+        );
+        let Loaded::Doc(cached) = s.load("/f.md", t1).await else {
+            panic!("still cached");
+        };
+        assert!(
+            Arc::ptr_eq(&cached, &made),
+            "served from the cache, not evicted"
+        );
+        assert_eq!(s.graph().backlinks("/x.md").0.len(), 1, "links kept");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -44,6 +44,25 @@ pub enum ParseError {
     /// Not a number followed by a known unit.
     #[error("`{0}` is not a duration: use a number with ms, s, m or h (500ms, 5s, 30m, 1h)")]
     Duration(String),
+    /// A page size under [`MIN_PAGE_BYTES`].
+    #[error(
+        "--page-bytes {0} is under the floor of {MIN_PAGE_BYTES} bytes (a page must hold a paragraph or an outline); give {MIN_PAGE_BYTES} or more (default 44000)"
+    )]
+    PageTooSmall(usize),
+}
+
+/// The smallest `--page-bytes`: under it a document would come in hundreds
+/// of pages of a few lines each.
+pub const MIN_PAGE_BYTES: usize = 2000;
+
+/// Parses `--page-bytes`: a size ([`parse_bytes`]) of at least
+/// [`MIN_PAGE_BYTES`].
+pub fn parse_page_bytes(s: &str) -> Result<usize, ParseError> {
+    let bytes = parse_bytes(s)?;
+    if bytes < MIN_PAGE_BYTES {
+        return Err(ParseError::PageTooSmall(bytes));
+    }
+    Ok(bytes)
 }
 
 /// Splits `"64MiB"` into `(64, "MiB")`.

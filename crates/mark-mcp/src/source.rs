@@ -15,6 +15,13 @@ pub enum SourceError {
     /// The in-process engine's worker thread failed.
     #[error("the local store stopped while answering ({0}); restart mark-mcp")]
     Local(String),
+    /// The in-process engine did not answer in time (a read stalled on a
+    /// slow or hung file system).
+    #[error(
+        "the folder did not answer within {} s (a slow or stalled file system); try again, or give more time with --timeout",
+        .0.as_secs_f64()
+    )]
+    Stalled(std::time::Duration),
 }
 
 /// A place that answers Mark Protocol requests.

@@ -12,7 +12,7 @@ use mark_store::{Engine, RootKind, StoreMode, TokenStore};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// Origin of the URLs of a local folder.
 pub const LOCAL_ORIGIN: &str = "mark://local";
@@ -23,7 +23,13 @@ pub struct LocalSource {
     root: String,
     /// The owner's token for writes through this process (see [`LocalSource::open`]).
     owner_token: Option<String>,
+    /// The longest wait for one answer (see [`LocalSource::with_deadline`]).
+    deadline: Duration,
 }
+
+/// The longest wait for one answer of a folder unless told otherwise (the
+/// default `--timeout`).
+const LOCAL_DEADLINE: Duration = Duration::from_secs(15);
 
 impl LocalSource {
     /// Opens `root`: a versioned store when it has the store's marker (or,
@@ -73,7 +79,15 @@ impl LocalSource {
             engine: Arc::new(engine),
             root: root.display().to_string(),
             owner_token,
+            deadline: LOCAL_DEADLINE,
         })
+    }
+
+    /// The same source, waiting at most `deadline` for each answer: a read
+    /// stalled on a hung file system then fails with a sentence saying so
+    /// (the blocked thread cannot be stopped and is left behind).
+    pub fn with_deadline(self, deadline: Duration) -> LocalSource {
+        LocalSource { deadline, ..self }
     }
 }
 
@@ -103,10 +117,13 @@ impl Source for LocalSource {
             req = req.with_meta("auth", t.as_str());
         }
         let engine = Arc::clone(&self.engine);
+        let deadline = self.deadline;
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || engine.handle(&req, SystemTime::now()))
-                .await
-                .map_err(|e| SourceError::Local(e.to_string()))
+            let work = tokio::task::spawn_blocking(move || engine.handle(&req, SystemTime::now()));
+            match tokio::time::timeout(deadline, work).await {
+                Ok(answer) => answer.map_err(|e| SourceError::Local(e.to_string())),
+                Err(_) => Err(SourceError::Stalled(deadline)),
+            }
         })
     }
 
@@ -192,7 +209,7 @@ fn token(cli: &Cli) -> Result<Option<String>, String> {
 pub fn from_cli(cli: &Cli) -> Result<Arc<dyn Source>, String> {
     let host = match cli.source_choice() {
         Some(SourceChoice::Folder(root)) => {
-            let source = LocalSource::open(&root, cli.write)?;
+            let source = LocalSource::open(&root, cli.write)?.with_deadline(cli.timeout);
             // Files edited behind the engine's back are searched after at most
             // the time a fetched document is trusted.
             source.engine.set_index_recheck(cli.fresh_for);

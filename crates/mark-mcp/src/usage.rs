@@ -21,10 +21,12 @@ use std::path::{Component, Path, PathBuf};
 /// memory.
 const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Built-in Claude Code tools that read files, searched for markdown reads.
-const SHELL_READERS: [&str; 13] = [
-    "grep", "egrep", "rg", "ag", "ack", "cat", "head", "tail", "less", "more", "sed", "awk", "find",
-];
+/// Shell programs that search files: a command with one of them and
+/// markdown in its words is a search.
+const SHELL_SEARCHERS: [&str; 6] = ["grep", "egrep", "rg", "ag", "ack", "find"];
+/// Shell programs that print files: with markdown in its words and no
+/// searcher, a command is a read (`cat x.md`, `sed -n 1,40p x.md`).
+const SHELL_PRINTERS: [&str; 7] = ["cat", "head", "tail", "less", "more", "sed", "awk"];
 
 /// Arguments of `usage` (`--root` is the global option: only reads under it
 /// are listed).
@@ -61,10 +63,14 @@ pub struct Filter {
 /// Figures of one mark-mcp tool.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolUsage {
-    /// Calls with a result.
+    /// Calls with a result from mark-mcp.
     pub calls: usize,
-    /// Results with `is_error: true`.
+    /// Of them, results with `is_error: true`.
     pub errors: usize,
+    /// Calls Claude Code answered itself with `No such tool available` (the
+    /// server was not connected): not in `calls`, `errors` or the sizes,
+    /// since mark-mcp never saw them.
+    pub not_connected: usize,
     /// Results the client did not show inline: `<persisted-output>` or the
     /// token-limit error.
     pub not_inline: usize,
@@ -84,10 +90,17 @@ impl ToolUsage {
         self.result_chars.iter().sum()
     }
 
-    fn median(&self) -> usize {
+    /// The median result size: the middle value, or the mean of the two
+    /// middle ones for an even count (0 without results).
+    fn median(&self) -> f64 {
         let mut v = self.result_chars.clone();
         v.sort_unstable();
-        v.get(v.len() / 2).copied().unwrap_or(0)
+        let mid = v.len() / 2;
+        match (v.len() % 2, v.get(mid.wrapping_sub(1)), v.get(mid)) {
+            (1, _, Some(m)) => *m as f64,
+            (0, Some(a), Some(b)) => (*a as f64 + *b as f64) / 2.0,
+            _ => 0.0,
+        }
     }
 
     fn largest(&self) -> usize {
@@ -372,6 +385,10 @@ impl Tally {
         match &call.kind {
             CallKind::Mark(tool) => {
                 let t = self.report.tools.entry(tool.clone()).or_default();
+                if answer.is_error && not_connected(&answer.text) {
+                    t.not_connected += 1;
+                    return;
+                }
                 t.calls += 1;
                 t.errors += usize::from(answer.is_error);
                 t.not_inline += usize::from(not_inline(&answer.text));
@@ -408,7 +425,7 @@ impl Tally {
             .filter
             .tools
             .iter()
-            .filter(|t| !self.report.tools.contains_key(*t))
+            .filter(|t| self.report.tools.get(*t).is_none_or(|u| u.calls == 0))
             .cloned()
             .collect();
         self.report
@@ -437,6 +454,15 @@ fn seen_text(content: &Value) -> String {
             .join("\n"),
         _ => String::new(),
     }
+}
+
+/// Whether Claude Code answered the call itself because the server was not
+/// connected (`Error: No such tool available: mcp__…`, in a
+/// `<tool_use_error>` or bare).
+fn not_connected(text: &str) -> bool {
+    let text = text.trim_start();
+    let text = text.strip_prefix("<tool_use_error>").unwrap_or(text);
+    text.starts_with("Error: No such tool available")
 }
 
 /// Whether the client replaced the result: saved to a file with a preview,
@@ -477,27 +503,29 @@ fn around_read(name: &str, input: &Value, cwd: &Path) -> Option<(PathBuf, bool)>
                 (normalize(&folder), true)
             })
         }
-        "Bash" => {
-            let command = field("command")?;
-            shell_read(command, cwd).map(|folder| (folder, true))
-        }
+        "Bash" => shell_read(field("command")?, cwd),
         _ => None,
     }
 }
 
-/// A shell command that reads or searches markdown (a reader such as grep,
+/// A shell command that reads or searches markdown (a program such as grep,
 /// rg, cat or find, and `.md` or a markdown type in its words): the folder of
-/// its first path argument, else the working directory.
-fn shell_read(command: &str, cwd: &Path) -> Option<PathBuf> {
+/// its first path argument, else the working directory; and whether it is a
+/// search (a searcher among its programs) rather than a read (`cat x.md`).
+fn shell_read(command: &str, cwd: &Path) -> Option<(PathBuf, bool)> {
     let words: Vec<&str> = command
         .split(|c: char| c.is_whitespace() || matches!(c, '|' | ';' | '&' | '(' | ')'))
         .map(|w| w.trim_matches(|c| c == '\'' || c == '"'))
         .filter(|w| !w.is_empty())
         .collect();
-    let reads = words.iter().any(|w| {
-        let program = w.rsplit('/').next().unwrap_or(w);
-        SHELL_READERS.contains(&program)
-    });
+    let runs = |programs: &[&str]| {
+        words.iter().any(|w| {
+            let program = w.rsplit('/').next().unwrap_or(w);
+            programs.contains(&program)
+        })
+    };
+    let search = runs(&SHELL_SEARCHERS);
+    let reads = search || runs(&SHELL_PRINTERS);
     let markdown = words.iter().any(|w| is_markdown(w))
         || words
             .windows(2)
@@ -509,7 +537,7 @@ fn shell_read(command: &str, cwd: &Path) -> Option<PathBuf> {
     let path = words
         .iter()
         .find(|w| **w == "." || w.starts_with('/') || w.starts_with("./") || w.starts_with("../"));
-    Some(match path {
+    let folder = match path {
         Some(p) => {
             let p = cwd.join(p);
             if is_markdown(&p.to_string_lossy()) || p.to_string_lossy().contains('*') {
@@ -519,7 +547,8 @@ fn shell_read(command: &str, cwd: &Path) -> Option<PathBuf> {
             }
         }
         None => normalize(cwd),
-    })
+    };
+    Some((folder, search))
 }
 
 fn parent(p: &Path) -> PathBuf {
@@ -704,6 +733,22 @@ fn skip_line(reader: &mut impl BufRead) -> std::io::Result<()> {
     }
 }
 
+/// The day of a transcript timestamp as written: its first 10 characters
+/// (`2026-11-20` of `2026-11-20T10:00:00Z`), whatever they are.
+fn day_part(timestamp: &str) -> String {
+    timestamp.chars().take(10).collect()
+}
+
+/// A median as a table shows it: `1,234`, or `1,234.5` between two values.
+fn median_text(median: f64) -> String {
+    let whole = thousands(median.trunc() as usize);
+    if median.fract() == 0.0 {
+        whole
+    } else {
+        format!("{whole}.5")
+    }
+}
+
 /// `12,345`.
 fn thousands(n: usize) -> String {
     let s = n.to_string();
@@ -724,11 +769,7 @@ impl Report {
         let mut out = String::new();
         let c = &self.counts;
         let period = match &self.period {
-            Some((from, to)) => format!(
-                ", {} to {}",
-                &from[..from.len().min(10)],
-                &to[..to.len().min(10)]
-            ),
+            Some((from, to)) => format!(", {} to {}", day_part(from), day_part(to)),
             None => String::new(),
         };
         out.push_str(&format!(
@@ -736,25 +777,29 @@ impl Report {
             self.server, c.files, c.subagent_files
         ));
         out.push_str("Characters are what the model saw; tokens are an estimate (markdown-slice's estimate_tokens), not a tokenizer count.\n\n");
-        out.push_str("| tool | calls | errors | not inline | unchanged | chars seen | ~tokens (est.) | median chars | largest chars |\n");
-        out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        out.push_str("| tool | calls | errors | not connected | not inline | unchanged | chars seen | ~tokens (est.) | median chars | largest chars |\n");
+        out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for (name, t) in &self.tools {
             out.push_str(&format!(
-                "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 t.calls,
                 t.errors,
+                t.not_connected,
                 t.not_inline,
                 t.unchanged,
                 thousands(t.chars()),
                 thousands(t.est_tokens),
-                thousands(t.median()),
+                median_text(t.median()),
                 thousands(t.largest()),
             ));
         }
         if self.tools.is_empty() {
-            out.push_str("| (no calls) | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |\n");
+            out.push_str("| (no calls) | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |\n");
         }
         out.push('\n');
+        if self.tools.values().any(|t| t.not_connected > 0) {
+            out.push_str("Not connected: calls Claude Code answered itself with `No such tool available` (mark-mcp was not connected); not counted as calls or errors.\n");
+        }
         if !self.never_called.is_empty() {
             out.push_str(&format!(
                 "Never called: {}.\n",
@@ -815,6 +860,7 @@ impl Report {
                     json!({
                         "calls": t.calls,
                         "errors": t.errors,
+                        "not_connected": t.not_connected,
                         "not_inline": t.not_inline,
                         "unchanged": t.unchanged,
                         "unchanged_saved_chars": t.unchanged_saved_chars,
@@ -1017,7 +1063,17 @@ mod tests {
                 "Bash",
                 json!({"command": "cat ./docs/../notes/a.md | head"})
             ),
-            Some((PathBuf::from("/w/notes"), true))
+            Some((PathBuf::from("/w/notes"), false)),
+            "printing a file is a read"
+        );
+        assert_eq!(
+            read("Bash", json!({"command": "sed -n 1,40p /n/a.md"})),
+            Some((PathBuf::from("/n"), false))
+        );
+        assert_eq!(
+            read("Bash", json!({"command": "cat /n/a.md | grep -n phase"})),
+            Some((PathBuf::from("/n"), true)),
+            "a search among its programs makes it a search"
         );
         assert_eq!(read("Bash", json!({"command": "cargo test"})), None);
         assert_eq!(read("Bash", json!({"command": "git add README.md"})), None);
@@ -1057,6 +1113,73 @@ mod tests {
         assert_eq!(r.counts.results_without_call, 0);
         assert!(check_since("2026-11-01").is_ok());
         assert!(check_since("1 Nov").is_err());
+    }
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_two_middle_values() {
+        let sizes = |v: &[usize]| ToolUsage {
+            result_chars: v.to_vec(),
+            ..ToolUsage::default()
+        };
+        assert_eq!(sizes(&[]).median(), 0.0);
+        assert_eq!(sizes(&[7]).median(), 7.0);
+        assert_eq!(sizes(&[10, 1, 4]).median(), 4.0);
+        assert_eq!(sizes(&[1, 10, 4, 2]).median(), 3.0);
+        assert_eq!(sizes(&[1, 2]).median(), 1.5);
+        assert_eq!(median_text(1500.5), "1,500.5");
+        assert_eq!(median_text(3.0), "3");
+    }
+
+    #[test]
+    fn calls_answered_no_such_tool_are_counted_apart_as_not_connected() {
+        let mut t = Tally::new(filter());
+        t.start_file(false);
+        let error = |id: &str, text: &str| {
+            json!({"type": "user", "message": {"content": [{"type": "tool_result",
+                   "tool_use_id": id, "content": text, "is_error": true}]}})
+            .to_string()
+            .into_bytes()
+        };
+        t.add_line(&call("a", "mcp__mark__mark_fetch", json!({"url": "/x.md"})));
+        t.add_line(&error(
+            "a",
+            "<tool_use_error>Error: No such tool available: mcp__mark__mark_fetch</tool_use_error>",
+        ));
+        t.add_line(&call("b", "mcp__mark__mark_list", json!({})));
+        t.add_line(&error(
+            "b",
+            "Error: No such tool available: mcp__mark__mark_list",
+        ));
+        t.add_line(&call("c", "mcp__mark__mark_fetch", json!({"url": "/y.md"})));
+        t.add_line(&error("c", "status: error\n\nsection #nope not found"));
+        let r = t.finish();
+        let fetch = &r.tools["mark_fetch"];
+        assert_eq!((fetch.calls, fetch.errors, fetch.not_connected), (1, 1, 1));
+        assert_eq!(
+            fetch.result_chars.len(),
+            1,
+            "not-connected answers have no size"
+        );
+        assert_eq!(r.tools["mark_list"].not_connected, 1);
+        assert_eq!(r.never_called, ["mark_list"], "never reached mark-mcp");
+        let text = r.to_markdown();
+        assert!(text.contains("| mark_fetch | 1 | 1 | 1 |"), "{text}");
+        assert!(text.contains("Not connected: "), "{text}");
+        assert_eq!(r.to_json()["tools"]["mark_list"]["not_connected"], 1);
+    }
+
+    #[test]
+    fn a_timestamp_with_a_multibyte_character_is_shown_without_a_panic() {
+        let mut t = Tally::new(filter());
+        t.start_file(false);
+        let mut line: Value =
+            serde_json::from_slice(&call("a", "mcp__mark__mark_fetch", json!({}))).unwrap();
+        line["timestamp"] = json!("2026-01-0é1T00:00:00Z");
+        t.add_line(line.to_string().as_bytes());
+        t.add_line(&result("a", "status: ok"));
+        let text = t.finish().to_markdown();
+        assert!(text.contains(", 2026-01-0é to 2026-01-0é"), "{text}");
+        assert_eq!(day_part("2026"), "2026");
     }
 
     #[test]

@@ -523,3 +523,130 @@ async fn a_search_index_over_its_ram_bytes_lives_on_disk_and_answers_the_same() 
         "its index went with the process"
     );
 }
+
+/// #13: a query with no word of 2 characters or more is bad input: refused
+/// before the source is asked (no LOOKUP reaches the server), exit 1 and
+/// `isError: true` by the README's rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_without_a_searchable_word_is_refused_before_asking_the_source() {
+    let dir = support::pier_and_hosts();
+    let server = mark_testkit::MarkServerProcess::start(dir.path(), &["--flat"]).unwrap();
+    let args = server.reader_args(&[]);
+    let mut cli: Vec<&str> = args.iter().map(String::as_str).collect();
+    cli.extend(["lookup", "a b c"]);
+    let out = run_once(&cli);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("`a b c` has no word of 2 characters or more"),
+        "{stdout}"
+    );
+    let mcp = Mcp::start(&args).await;
+    let r = mcp.call("mark_lookup", json!({"query": "x 1"})).await;
+    assert!(r.is_error, "{}", r.text);
+    mcp.stop().await;
+    assert_eq!(server.count_requests("LOOKUP", "/"), 0);
+}
+
+/// #13: a 10,000-word query that finds nothing names some of its words,
+/// not all of them.
+#[test]
+fn a_huge_query_that_finds_nothing_is_not_echoed_whole() {
+    let root = kb().display().to_string();
+    let words: Vec<String> = (0..10_000).map(|i| format!("zq{i:05}")).collect();
+    let query = words.join(" ");
+    let out = run_once(["--root", root.as_str(), "lookup", query.as_str()]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("nothing holds any of: zq00000 zq00001"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(+9980 more)"), "{stdout}");
+    assert!(stdout.len() < 2_000, "{} bytes", stdout.len());
+}
+
+/// #13: a heading of one word longer than tantivy can index is left out
+/// of the index quietly: no MAX_TOKEN_LEN warning per field and entry on
+/// stderr, and the rest of the document is found.
+#[test]
+fn a_giant_heading_prints_no_index_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    let giant = "w".repeat(70_000);
+    std::fs::write(
+        dir.path().join("giant.md"),
+        format!("# {giant}\n\nThe harbour text.\n\n## {giant}\n\nMore harbour.\n"),
+    )
+    .unwrap();
+    let root = dir.path().display().to_string();
+    let out = run_once(["--root", root.as_str(), "lookup", "harbour", "--read", "0"]);
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("/giant.md"), "{stdout}");
+    assert!(!stderr.contains("MAX_TOKEN_LEN"), "{stderr}");
+}
+
+/// #13: `--page-bytes` under its floor is refused at start, saying the floor.
+#[test]
+fn page_bytes_under_the_floor_are_refused_at_start() {
+    let root = kb().display().to_string();
+    let out = run_once([
+        "--root",
+        root.as_str(),
+        "--page-bytes",
+        "0",
+        "fetch",
+        "/small.md",
+    ]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success());
+    assert!(stderr.contains("under the floor of 2000 bytes"), "{stderr}");
+}
+
+/// #13: a heading path whose last step names nothing under a section with
+/// no subheadings says so, not that the document has no anchored headings.
+#[test]
+fn a_heading_path_past_the_last_subheading_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("note.md"),
+        "# Note\n\n## Heading\n\nText.\n\n## Other\n\nMore.\n",
+    )
+    .unwrap();
+    let root = dir.path().display().to_string();
+    let (stdout, ok) = run(&["--root", &root, "fetch", "/note.md#Heading#Nope"]);
+    assert!(!ok);
+    assert!(
+        stdout.contains("section #Heading#Nope not found in /note.md; nearest: (none: the section the heading path reaches has no subheadings)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("no anchored headings"), "{stdout}");
+}
+
+/// #13: an NFC and an NFD `résumé.md` in one folder make one path: the
+/// listing shows it once and says why the other cannot be read apart.
+#[test]
+fn names_differing_only_in_unicode_form_are_listed_once_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let nfc = "r\u{e9}sum\u{e9}.md";
+    let nfd = "re\u{301}sume\u{301}.md";
+    std::fs::write(dir.path().join(nfc), "# NFC\n").unwrap();
+    std::fs::write(dir.path().join(nfd), "# NFD\n").unwrap();
+    let root = dir.path().display().to_string();
+    let (stdout, ok) = run(&["--root", &root, "list", "/"]);
+    assert!(ok, "{stdout}");
+    assert_eq!(
+        stdout.matches("- /r%C3%A9sum%C3%A9.md").count(),
+        1,
+        "{stdout}"
+    );
+    assert!(stdout.contains("entries: 1"), "{stdout}");
+    assert!(
+        stdout.contains("differ only in Unicode form (NFC and NFD)"),
+        "{stdout}"
+    );
+    let (fetched, ok) = run(&["--root", &root, "fetch", "/résumé.md"]);
+    assert!(ok, "{fetched}");
+}

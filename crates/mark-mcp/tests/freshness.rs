@@ -191,3 +191,28 @@ async fn a_listing_that_does_not_say_it_is_complete_is_never_called_complete() {
     );
     mcp.stop().await;
 }
+
+/// A server whose LIST paging loops (`--looping-list`: every page says
+/// `complete: false` with the same `next-cursor`): the crawl and the card's
+/// siblings ask for that page once, end the listing there, and say so; the
+/// graph is never called complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_list_cursor_ends_the_listing_incomplete_with_a_note() {
+    let dir = linked_folder();
+    let server = MarkServerProcess::start(dir.path(), &["--flat", "--looping-list"]).unwrap();
+    let mcp = Mcp::start(&server.reader_args(&[])).await;
+    let card = mcp.call("mark_explore", json!({"url": "/target.md"})).await;
+    assert_eq!(card.status(), "ok", "{}", card.text);
+    assert!(card.text.contains("/a.md"), "{}", card.text);
+    assert!(!card.text.contains("graph complete"), "{}", card.text);
+    assert!(
+        card.text
+            .contains("1 listing ended early: the server repeated a next-cursor"),
+        "{}",
+        card.text
+    );
+    mcp.stop().await;
+    // The crawl's LIST / and its one follow-up, the card's the same: no loop.
+    let lists = server.count_requests("LIST", "/");
+    assert!(lists <= 4, "{lists} LIST / sent");
+}

@@ -191,3 +191,38 @@ async fn a_resource_read_that_times_out_says_so() {
     );
     mcp.stop().await;
 }
+
+/// #13: `[[Note]]` against a stalled server says why no note's name is
+/// known (the crawl's timeout, or that it got no answer within
+/// --crawl-wait), not "graph not built yet".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wiki_link_against_a_stalled_server_names_the_timeout() {
+    let (_store, server) = serve_copy_of::<&str>(&kb(), &[]);
+    signal(&server, "STOP");
+    // The crawl's request times out (1 s) within the card's wait (5 s).
+    let mcp = Mcp::start(&server.reader_args(&["--timeout", "1s", "--crawl-wait", "5s"])).await;
+    let (r, took) = fetch_within(&mcp, json!({"url": "[[Crew]]"})).await;
+    let message = one_line_error(&r).to_string();
+    assert!(
+        message.contains("`[[Crew]]` cannot be resolved: no note's name is known, since the crawl that learns them failed"),
+        "{message}"
+    );
+    assert!(
+        message.contains("within 1s"),
+        "names the timeout: {message}"
+    );
+    assert!(!message.contains("graph not built yet"), "{message}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    // Waiting less than the timeout: it says the crawl got no answer in time.
+    let waiting =
+        Mcp::start(&server.reader_args(&["--timeout", "10s", "--crawl-wait", "1s"])).await;
+    let (r, _) = fetch_within(&waiting, json!({"url": "[[Crew]]"})).await;
+    let message = one_line_error(&r).to_string();
+    assert!(
+        message.contains("got no answer from the source within --crawl-wait (1 s)"),
+        "{message}"
+    );
+    signal(&server, "CONT");
+    mcp.stop().await;
+    waiting.stop().await;
+}

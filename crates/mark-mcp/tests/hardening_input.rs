@@ -72,7 +72,7 @@ fn assert_one_sentence(case: &str, text: &str) {
         message.len() <= 600,
         "{case}: the error is {} bytes (echoes the input?): {}…",
         message.len(),
-        &message[..200]
+        &message[..message.floor_char_boundary(200)]
     );
     for word in ["panic", "unwrap", "RUST_BACKTRACE"] {
         assert!(!message.contains(word), "{case}: {message}");
@@ -276,5 +276,67 @@ async fn bad_arguments_are_one_sentence_errors_and_the_session_survives() {
     counted += 2;
 
     assert_eq!(counted, 28, "every case ran");
+    mcp.stop().await;
+}
+
+/// Runs the binary once, killing it if it has not ended within `limit`
+/// (then the test fails: a hang, not an answer).
+fn run_within(args: &[&str], limit: Duration) -> std::process::Output {
+    let mut child = std::process::Command::new(support::bin())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            panic!("mark-mcp {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A named pipe and a socket named `*.md` in a `--root` folder: the CLI and
+/// the MCP tools answer at once that each is no regular file (a FIFO used
+/// to block the open forever), and the rest of the folder is served.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipes_and_sockets_in_a_root_folder_answer_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.md"), "# A\n\nServed.\n").unwrap();
+    mark_testkit::make_fifo(&dir.path().join("pipe.md")).unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(dir.path().join("sock.md")).unwrap();
+    let root = dir.path().display().to_string();
+    let out = run_within(
+        &["--root", &root, "fetch", "/pipe.md"],
+        Duration::from_secs(10),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(stdout.contains("status: not-found"), "{stdout}");
+    assert!(
+        stdout.contains("`/pipe.md` is a named pipe (FIFO), not a regular file"),
+        "{stdout}"
+    );
+    let mcp = Mcp::start(&["--root", &root]).await;
+    for (path, kind) in [("/pipe.md", "named pipe"), ("/sock.md", "socket")] {
+        let r = tokio::time::timeout(CALL_LIMIT, mcp.fetch(path))
+            .await
+            .expect("a fetch of an odd file hung");
+        assert_eq!(r.status(), "not-found", "{}", r.text);
+        assert!(r.text.contains(kind), "{}", r.text);
+    }
+    let card = tokio::time::timeout(
+        CALL_LIMIT,
+        mcp.call("mark_explore", json!({"url": "/a.md"})),
+    )
+    .await
+    .expect("a card over a folder with a pipe hung");
+    assert_eq!(card.status(), "ok", "{}", card.text);
+    assert!(mcp.fetch("/a.md").await.body().contains("Served."));
     mcp.stop().await;
 }

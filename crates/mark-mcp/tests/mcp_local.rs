@@ -375,10 +375,14 @@ async fn a_cursor_not_given_for_this_request_is_a_one_line_error() {
         .await;
     assert_eq!(page2.field("page"), Some("2 of 4"), "{}", page2.text);
     let (etag_part, _) = given.rsplit_once('.').unwrap();
+    let (page_part, digests) = given.rsplit_once('.').unwrap();
+    let (page_part, _etag) = page_part.split_once('.').unwrap();
     let forged = [
         given.replacen("p2.", "p99.", 1),
         "p2.000000000000".to_string(),
         format!("{etag_part}.000000"),
+        // #13: a made-up etag is not one mark-mcp gave (not "changed since").
+        format!("{page_part}.0123456789ab.{digests}"),
     ];
     for cursor in &forged {
         let r = mcp
@@ -898,5 +902,36 @@ async fn rows_over_a_folder_say_which_words_they_lack() {
     mcp.assert_pier_rows(true).await;
     let r = mcp.lookup_body("zebra quokka").await;
     support::assert_nothing_found(&r, "zebra quokka");
+    mcp.stop().await;
+}
+
+/// #13: a cursor mark-mcp gave for an older version still says the
+/// document changed (its seal vouches for its page and version), while a
+/// made-up etag is "not one mark-mcp gave".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cursor_of_an_older_version_says_the_document_changed() {
+    let kb = support::copy_kb();
+    let mcp = Mcp::start(&root_args(
+        kb.path(),
+        &["--page-bytes", "4000", "--fresh-for", "0s"],
+    ))
+    .await;
+    let first = mcp
+        .call("mark_fetch", json!({"url": "/large.md", "mode": "full"}))
+        .await;
+    let given = first.body().rsplit('"').nth(1).unwrap().to_string();
+    let file = kb.path().join("large.md");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}\nOne more line.\n")).unwrap();
+    let r = mcp
+        .call("mark_fetch", json!({"url": "/large.md", "cursor": given}))
+        .await;
+    assert!(r.is_error, "{}", r.text);
+    assert!(
+        r.text
+            .contains("/large.md changed since that cursor was given"),
+        "{}",
+        r.text
+    );
     mcp.stop().await;
 }

@@ -89,6 +89,8 @@ fn usage_reports_the_recorded_claude_code_transcripts() {
     assert_eq!(fetch["calls"], 8, "{r}");
     // The hand-made token-limit error and a missing section.
     assert_eq!(fetch["errors"], 2);
+    // `No such tool available`: Claude Code's answer, not mark-mcp's.
+    assert_eq!(fetch["not_connected"], 1);
     // Session A's forced read of the 60 KB handbook (<persisted-output>) and
     // the hand-made token-limit error.
     assert_eq!(fetch["not_inline"], 2);
@@ -125,7 +127,7 @@ fn usage_reports_the_recorded_claude_code_transcripts() {
         1,
         "the subagent's Read"
     );
-    assert_eq!(around["/etc/notes"]["searches"], 1);
+    assert_eq!(around["/etc/notes"]["reads"], 1, "`cat x.md` is a read");
 
     // Not JSON, and the truncated last line; the unknown line type is no error.
     assert_eq!(r["skipped_lines"], 2);
@@ -163,14 +165,15 @@ fn usage_prints_markdown_tables_by_default() {
     assert!(ok);
     assert!(
         stdout.contains(
-            "| tool | calls | errors | not inline | unchanged | chars seen | ~tokens (est.) |"
+            "| tool | calls | errors | not connected | not inline | unchanged | chars seen | ~tokens (est.) |"
         ),
         "{stdout}"
     );
     assert!(
-        stdout.contains("| mark_fetch | 8 | 2 | 2 | 1 |"),
+        stdout.contains("| mark_fetch | 8 | 2 | 1 | 2 | 1 |"),
         "{stdout}"
     );
+    assert!(stdout.contains("Not connected: "), "{stdout}");
     assert!(stdout.contains("Never called: mark_append, mark_archive, mark_publish."));
     assert!(stdout.contains("| folder | reads | searches | chars seen |"));
 }
@@ -188,4 +191,32 @@ fn usage_errors_are_one_sentence() {
     let (_, stderr, ok) = run(&["usage", "--transcripts", &dir, "--since", "last week"]);
     assert!(!ok);
     assert!(stderr.contains("give --since as YYYY-MM-DD"), "{stderr}");
+}
+
+#[test]
+fn usage_reads_a_timestamp_with_a_multibyte_character() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = serde_json::json!({"type": "assistant", "timestamp": "2026-01-0é1T00:00:00Z",
+        "message": {"content": [{"type": "tool_use", "id": "a", "name": "mcp__mark__mark_fetch", "input": {}}]}});
+    let result = serde_json::json!({"type": "user", "message": {"content": [
+        {"type": "tool_result", "tool_use_id": "a", "content": "status: ok\n\nhello"}]}});
+    std::fs::write(dir.path().join("t.jsonl"), format!("{call}\n{result}\n")).unwrap();
+    let (stdout, stderr, ok) = run(&["usage", "--transcripts", dir.path().to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("2026-01-0é to 2026-01-0é"), "{stdout}");
+}
+
+#[test]
+fn usage_help_lists_only_its_own_options() {
+    let (stdout, _, ok) = run(&["usage", "--help"]);
+    assert!(ok);
+    assert!(
+        stdout.contains("--transcripts") && stdout.contains("--root"),
+        "{stdout}"
+    );
+    for server in ["--host", "--page-bytes", "--crawl-time", "--write"] {
+        assert!(!stdout.contains(server), "{server}: {stdout}");
+    }
+    let (stdout, _, ok) = run(&["fetch", "--help"]);
+    assert!(ok && stdout.contains("--page-bytes"), "{stdout}");
 }

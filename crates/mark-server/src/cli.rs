@@ -88,6 +88,15 @@ struct ServeArgs {
     /// 2026 demarkus server): `server-error` with the body `bad request`.
     #[arg(long, hide = true, conflicts_with = "all_words_lookup")]
     no_lookup: bool,
+    /// Test mode: answer LIST as a server whose paging loops: every page is
+    /// the folder's first, with `complete: false` and the same
+    /// `next-cursor`, whatever cursor was sent.
+    #[arg(long, hide = true, conflicts_with = "unpaged_list")]
+    looping_list: bool,
+    /// Test mode: a FETCH of this path holds its engine call for an hour
+    /// before answering, as a read on a hung file system would.
+    #[arg(long, hide = true, value_name = "PATH")]
+    stalled_path: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -257,6 +266,26 @@ fn list_unpaged(
     response
 }
 
+/// The `next-cursor` every page of `--looping-list` gives.
+const LOOPING_CURSOR: &str = "again";
+
+/// LIST as a server whose paging loops answers it (`--looping-list`): the
+/// cursor is not read, and every page says there is more, at the same cursor.
+fn list_looping(
+    engine: &Engine,
+    request: &mark_proto::Request,
+    now: SystemTime,
+) -> mark_proto::Response {
+    let mut request = request.clone();
+    request.metadata.remove("cursor");
+    let mut response = engine.handle(&request, now);
+    if response.status == mark_proto::Status::Ok {
+        response.metadata.insert("complete", "false");
+        response.metadata.insert("next-cursor", LOOPING_CURSOR);
+    }
+    response
+}
+
 /// LOOKUP as an all-words server answers it (`--all-words-lookup`): `terms`
 /// and `columns` are not read, and not echoed.
 fn lookup_all_words(
@@ -313,11 +342,24 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_connections: args.max_connections,
         max_streams: args.max_streams,
     };
-    let (unpaged_list, all_words_lookup, no_lookup) =
-        (args.unpaged_list, args.all_words_lookup, args.no_lookup);
+    let (unpaged_list, looping_list, all_words_lookup, no_lookup) = (
+        args.unpaged_list,
+        args.looping_list,
+        args.all_words_lookup,
+        args.no_lookup,
+    );
+    let stalled_path = args.stalled_path;
     let handler: Handler = Arc::new(move |request, now| {
+        if request.verb == mark_proto::Verb::Fetch
+            && stalled_path.as_deref() == Some(request.path.as_str())
+        {
+            std::thread::sleep(STALL);
+        }
         if unpaged_list && request.verb == mark_proto::Verb::List {
             return list_unpaged(&engine, request, now);
+        }
+        if looping_list && request.verb == mark_proto::Verb::List {
+            return list_looping(&engine, request, now);
         }
         if no_lookup && request.verb == mark_proto::Verb::Lookup {
             return lookup_unknown();
@@ -332,7 +374,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let endpoint = mark_server::endpoint(args.listen, identity, &limits)?;
         let addr = endpoint.local_addr().context("reading the bound address")?;
         let shutdown = shutdown_signal()?;
@@ -343,8 +385,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         drop(out);
         mark_server::serve(endpoint, handler, limits, shutdown).await;
         Ok(())
-    })
+    });
+    // Engine calls still blocked (a hung file system) are not waited for:
+    // the shutdown's grace period was their time, and the process exits.
+    runtime.shutdown_background();
+    served
 }
+
+/// How long `--stalled-path` holds a FETCH.
+const STALL: Duration = Duration::from_secs(3600);
 
 /// The mode `--root` is served in. Without --flat the root must be a
 /// marked store or an empty folder: serving a plain folder as a store would

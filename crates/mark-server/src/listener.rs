@@ -194,7 +194,10 @@ async fn serve_stream(
             Err(e) => (None, wire_error_response(&e)),
             Ok(request) => {
                 let label = Some((request.verb, request.path.clone()));
-                (label, answer(request, &handler).await)
+                (
+                    label,
+                    answer(request, &handler, limits.stream_timeout).await,
+                )
             }
         },
     };
@@ -247,19 +250,40 @@ async fn while_acknowledged<T>(
     None
 }
 
-/// Runs the engine on the blocking pool (it does file I/O).
-async fn answer(request: Request, handler: &Handler) -> Response {
+/// Runs the engine on the blocking pool (it does file I/O), for at most
+/// `deadline`: a read that stalls there (a hung file system) answers
+/// `server-error` rather than holding the stream. The thread it blocks is
+/// not freed (a blocked read cannot be cancelled), and does not keep the
+/// process alive after a shutdown.
+async fn answer(request: Request, handler: &Handler, deadline: Duration) -> Response {
     let handler = Arc::clone(handler);
-    tokio::task::spawn_blocking(move || handler(&request, SystemTime::now()))
-        .await
-        .unwrap_or_else(|e| {
+    let (verb, path) = (request.verb, request.path.clone());
+    let work = tokio::task::spawn_blocking(move || handler(&request, SystemTime::now()));
+    match tokio::time::timeout(deadline, work).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => {
             warn!("the engine failed on a request: {e}");
             Response::error(
                 Status::ServerError,
                 "Server error",
                 "The server failed on this request; try again later.",
             )
-        })
+        }
+        Err(_) => {
+            warn!(
+                "the store did not answer {verb} {path} within {} ms",
+                deadline.as_millis()
+            );
+            Response::error(
+                Status::ServerError,
+                "Server error",
+                &format!(
+                    "The store did not answer within {} ms (a slow or stalled file system); try again later.",
+                    deadline.as_millis()
+                ),
+            )
+        }
+    }
 }
 
 /// `too-large` for requests over a protocol limit, `bad-request` otherwise.

@@ -1394,3 +1394,109 @@ async fn sigterm_lets_a_request_in_flight_finish() {
         .unwrap();
     assert_status(&Response::parse(&out).unwrap(), Status::BadRequest);
 }
+
+// ---------------------------------------------------------------- odd files and hung reads
+
+/// A named pipe and a socket named `*.md` in a flat folder are never opened:
+/// each FETCH answers `not-found` at once saying what it is, none is
+/// listed, and 600 such requests (more than the blocking pool's 512
+/// threads, which each used to pin) leave the server answering documents
+/// and `/health`.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipes_and_sockets_named_md_are_refused_at_once_and_never_wedge_the_server() {
+    let src = tempfile::tempdir().unwrap();
+    write_fixture(src.path());
+    mark_testkit::make_fifo(&src.path().join("pipe.md")).unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(src.path().join("sock.md")).unwrap();
+    let server = MarkServerProcess::start(src.path(), &["--flat"]).unwrap();
+    let client = client_for(&server);
+    let started = std::time::Instant::now();
+    let pipes = futures::future::join_all(
+        (0..600).map(|_| send(&client, &server, Request::new(Verb::Fetch, "/pipe.md"))),
+    )
+    .await;
+    for answer in &pipes {
+        assert_status(answer, Status::NotFound);
+    }
+    assert!(
+        String::from_utf8_lossy(&pipes[0].body)
+            .contains("`/pipe.md` is a named pipe (FIFO), not a regular file"),
+        "{}",
+        String::from_utf8_lossy(&pipes[0].body)
+    );
+    let socket = send(&client, &server, Request::new(Verb::Fetch, "/sock.md")).await;
+    assert_status(&socket, Status::NotFound);
+    assert!(String::from_utf8_lossy(&socket.body).contains("is a socket"));
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_status(
+        &send(&client, &server, Request::new(Verb::Fetch, "/health")).await,
+        Status::Ok,
+    );
+    assert_status(
+        &send(
+            &client,
+            &server,
+            Request::new(Verb::Fetch, "/guide/setup.md"),
+        )
+        .await,
+        Status::Ok,
+    );
+    let listing = send(&client, &server, Request::new(Verb::List, "/")).await;
+    let listed = String::from_utf8_lossy(&listing.body).to_string();
+    assert!(listed.contains("index.md"), "{listed}");
+    assert!(
+        !listed.contains("pipe.md") && !listed.contains("sock.md"),
+        "{listed}"
+    );
+}
+
+/// A read stalled on a hung file system (`--stalled-path`) answers
+/// `server-error` at the stream timeout, other requests are served
+/// meanwhile, and SIGTERM ends the process although that read is still
+/// blocked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_read_answers_at_the_stream_timeout_and_sigterm_still_exits() {
+    let src = tempfile::tempdir().unwrap();
+    write_fixture(src.path());
+    let mut server = MarkServerProcess::start(
+        src.path(),
+        &[
+            "--flat",
+            "--stream-timeout-ms",
+            "1000",
+            "--stalled-path",
+            "/guide/setup.md",
+        ],
+    )
+    .unwrap();
+    let client = client_for(&server);
+    let started = std::time::Instant::now();
+    let stalled = send(
+        &client,
+        &server,
+        Request::new(Verb::Fetch, "/guide/setup.md"),
+    )
+    .await;
+    assert_status(&stalled, Status::ServerError);
+    assert!(
+        String::from_utf8_lossy(&stalled.body).contains("did not answer within 1000 ms"),
+        "{}",
+        String::from_utf8_lossy(&stalled.body)
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_status(
+        &send(&client, &server, Request::new(Verb::Fetch, "/health")).await,
+        Status::Ok,
+    );
+    assert_status(
+        &send(&client, &server, Request::new(Verb::Fetch, "/index.md")).await,
+        Status::Ok,
+    );
+    let exit = tokio::task::block_in_place(|| terminate(&mut server));
+    assert!(exit.success(), "exit after SIGTERM: {exit}");
+}

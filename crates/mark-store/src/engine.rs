@@ -395,7 +395,17 @@ impl Engine {
             .store
             .current(&doc)
             .map_err(|e| server_error(&e))?
-            .ok_or_else(|| not_found(&req.path))?;
+            .ok_or_else(|| match self.store.odd_file(&doc) {
+                Some(kind) => Response::error(
+                    Status::NotFound,
+                    "Not found",
+                    &format!(
+                        "`{}` is {kind}, not a regular file: only regular .md files are documents.",
+                        req.path
+                    ),
+                ),
+                None => not_found(&req.path),
+            })?;
         match pinned {
             Some(n) => {
                 let snap = self
@@ -437,9 +447,9 @@ impl Engine {
     fn manifest(&self, req: &Request) -> Response {
         let file = SafePath::parse(MANIFEST_PATH).map(|p| p.under(self.store.root()));
         let stored = file
-            .filter(|f| crate::paths::is_contained(self.store.root(), f) && f.is_file())
+            .filter(|f| crate::paths::is_contained(self.store.root(), f))
             .and_then(|f| {
-                let bytes = std::fs::read(&f).ok()?;
+                let bytes = crate::regular::read(&f).ok()??;
                 let modified = std::fs::metadata(&f)
                     .and_then(|m| m.modified())
                     .map(unix_seconds)

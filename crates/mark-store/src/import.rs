@@ -99,7 +99,12 @@ pub fn import(
                 ));
                 continue;
             };
-            let content = fs::read(&file).map_err(io_err(&file))?;
+            let Some(content) = crate::regular::read(&file).map_err(io_err(&file))? else {
+                report
+                    .skipped
+                    .push(format!("{}: no longer a regular file", file.display()));
+                continue;
+            };
             if content.len() > max_document_bytes {
                 report.over_limit.push((doc.decoded(), content.len()));
             }

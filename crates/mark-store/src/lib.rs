@@ -40,6 +40,7 @@ pub mod lookup;
 mod manifest;
 mod marker;
 mod paths;
+mod regular;
 mod store;
 mod text_index;
 mod versioned;

@@ -4,6 +4,7 @@
 
 use crate::clock::unix_seconds;
 use crate::paths::{SafePath, is_contained, is_servable, servable_canonical};
+use crate::regular;
 use crate::versioned::{self, FolderIndex, History, VERSIONS_DIR, sha256_hex};
 use mark_proto::list::ListEntry;
 use std::collections::HashMap;
@@ -85,21 +86,6 @@ pub(crate) struct Store {
 /// (the next VERSIONS of each reads its files again, as without them).
 const RECORDED_DOCUMENTS: usize = 10_000;
 
-fn not_found_is_none<T>(r: io::Result<T>) -> io::Result<Option<T>> {
-    match r {
-        Ok(v) => Ok(Some(v)),
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
-}
-
 /// Whether two metadata describe the same file (device and inode).
 #[cfg(unix)]
 fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
@@ -165,10 +151,12 @@ impl Store {
         real.then(|| (vdir, folder.join(&name), name))
     }
 
-    /// A flat document's file, opened, when it is a `.md` file inside the
-    /// root with no hidden segment. The checks are made after the open and
-    /// on the file opened (its device and inode are the checked path's), so
-    /// a symlink swapped between the check and the read serves nothing.
+    /// A flat document's file, opened, when it is a regular `.md` file
+    /// inside the root with no hidden segment (a named pipe, socket or
+    /// device is never opened, see [`regular`]). The checks are made after
+    /// the open and on the file opened (its device and inode are the checked
+    /// path's), so a symlink swapped between the check and the read serves
+    /// nothing.
     fn open_flat(&self, doc: &SafePath) -> io::Result<Option<(fs::File, fs::Metadata)>> {
         let Some(name) = doc.name() else {
             return Ok(None);
@@ -177,15 +165,25 @@ impl Store {
             return Ok(None);
         }
         let path = doc.on_disk(&self.root);
-        let Some(file) = not_found_is_none(fs::File::open(&path))? else {
+        let Some((file, opened)) = regular::open(&path)? else {
             return Ok(None);
         };
-        let opened = file.metadata()?;
         // The canonical path has no symlink left to swap: the file there
         // must be the one opened.
         let checked = servable_canonical(&self.root, &path)
             .is_some_and(|real| fs::symlink_metadata(real).is_ok_and(|m| same_file(&m, &opened)));
-        Ok((checked && opened.is_file()).then_some((file, opened)))
+        Ok(checked.then_some((file, opened)))
+    }
+
+    /// What a flat folder holds at `doc`'s path when it is no document
+    /// because it is no regular file (`a named pipe (FIFO)`, a socket, a
+    /// device), to say so; `None` otherwise.
+    pub(crate) fn odd_file(&self, doc: &SafePath) -> Option<&'static str> {
+        if self.mode != StoreMode::Flat {
+            return None;
+        }
+        let real = servable_canonical(&self.root, &doc.on_disk(&self.root))?;
+        regular::odd_kind(&fs::metadata(real).ok()?)
     }
 
     /// The current version of `doc`, or `None` when it is not a document.

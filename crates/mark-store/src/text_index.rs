@@ -8,7 +8,7 @@
 //! others say of that section, which in any-word mode raises its rank).
 //!
 //! Words are mark-proto's word rule ([`word_spans`], lower-cased, no length
-//! cut-off, so a long identifier stays one word). Each text field has an
+//! cut-off below tantivy's own limit, so a long identifier stays one word). Each text field has an
 //! English-stemmed twin that only ranks, and only in any-word mode: all-words
 //! recall uses the exact fields, so the wire default finds what it always
 //! found. Scores are BM25 per field with boosts: the own heading above the
@@ -22,8 +22,18 @@
 //!
 //! Writes are buffered and committed before the next search, so a burst of
 //! PUBLISHes costs one commit.
+//!
+//! Ranking is exactly a fresh build's, however the index was edited: tantivy
+//! keeps deleted entries (and their words and tokens) in its statistics
+//! until a merge, and a merge only estimates the tokens. So the BM25
+//! statistics are the live entries': their count and tokens per field are
+//! kept here as entries are added and removed ([`Live`]), and a word's
+//! count skips deleted entries. A word longer than tantivy's
+//! `MAX_TOKEN_LEN` cannot be indexed: it is left out here, silently (tantivy
+//! would log a warning per field and entry).
 
 use mark_proto::lookup::{query_words, word_spans};
+use std::collections::HashMap;
 use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -39,7 +49,9 @@ use tantivy::query::{
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
 };
-use tantivy::tokenizer::{Language, Stemmer, TextAnalyzer, Token, TokenStream, Tokenizer};
+use tantivy::tokenizer::{
+    Language, MAX_TOKEN_LEN, Stemmer, TextAnalyzer, Token, TokenStream, Tokenizer,
+};
 use tantivy::{
     BitSet, DocAddress, DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher,
     SegmentOrdinal, SegmentReader, TantivyDocument, Term,
@@ -103,8 +115,53 @@ impl Tokenizer for WordTokenizer {
                 text: w.to_lowercase(),
                 position_length: 1,
             })
+            // What tantivy could not index anyway (it would warn for each).
+            .filter(|t| t.text.len() <= MAX_TOKEN_LEN)
             .collect();
         WordStream { tokens, next: 0 }
+    }
+}
+
+/// The tokens [`WordTokenizer`] makes of `text` (its stemmed twin makes as
+/// many): what tantivy counts in a field's statistics.
+fn token_count(text: &str) -> u64 {
+    // Lower-casing grows a word by at most half again (`İ` → `i̇`): only
+    // words near the limit are lower-cased to be sure.
+    word_spans(text)
+        .filter(|(_, w)| {
+            w.len() * 3 / 2 <= MAX_TOKEN_LEN || w.to_lowercase().len() <= MAX_TOKEN_LEN
+        })
+        .count() as u64
+}
+
+/// What the live (not deleted) entries of some documents add to the
+/// BM25 statistics: their count by kind and their tokens per field.
+#[derive(Debug, Clone, Default)]
+struct Live {
+    /// Links.
+    links: u64,
+    /// Sections and catalog entries.
+    others: u64,
+    tokens: HashMap<Field, u64>,
+}
+
+impl Live {
+    fn add(&mut self, other: &Live) {
+        self.links += other.links;
+        self.others += other.others;
+        for (field, n) in &other.tokens {
+            *self.tokens.entry(*field).or_default() += n;
+        }
+    }
+
+    fn subtract(&mut self, other: &Live) {
+        self.links -= other.links;
+        self.others -= other.others;
+        for (field, n) in &other.tokens {
+            if let Some(held) = self.tokens.get_mut(field) {
+                *held -= n;
+            }
+        }
     }
 }
 
@@ -217,6 +274,12 @@ pub(crate) struct TextIndex {
     reader: IndexReader,
     stemmer: TextAnalyzer,
     uncommitted: bool,
+    /// What each document's live entries add to the statistics, by path.
+    live_by_path: HashMap<String, Live>,
+    /// All live entries, as added and removed (the writer's view).
+    live: Live,
+    /// `live` at the last commit: what searches see.
+    committed: Live,
     /// An on-disk index's folder, removed when dropped (after the writer
     /// and reader, declared above it).
     folder: Option<tempfile::TempDir>,
@@ -346,6 +409,9 @@ impl TextIndex {
             reader,
             stemmer,
             uncommitted: false,
+            live_by_path: HashMap::new(),
+            live: Live::default(),
+            committed: Live::default(),
             folder,
         })
     }
@@ -355,55 +421,91 @@ impl TextIndex {
         self.folder.as_ref().map(tempfile::TempDir::path)
     }
 
-    fn add_pair(doc: &mut TantivyDocument, pair: Pair, text: &str) {
+    /// Adds `text` to both fields of `pair`, counting its tokens in `live`.
+    fn add_pair(doc: &mut TantivyDocument, live: &mut Live, pair: Pair, text: &str) {
         doc.add_text(pair.exact, text);
         doc.add_text(pair.stemmed, text);
+        let tokens = token_count(text);
+        for field in [pair.exact, pair.stemmed] {
+            *live.tokens.entry(field).or_default() += tokens;
+        }
     }
 
     /// Adds a section (visible after the next search's commit).
     pub(crate) fn add_section(&mut self, s: &SectionEntry<'_>) -> io::Result<()> {
         let f = self.fields;
+        let mut live = Live {
+            others: 1,
+            ..Live::default()
+        };
         let mut doc = TantivyDocument::default();
         doc.add_text(f.kind, SECTION);
         doc.add_text(f.path, s.path);
         doc.add_u64(f.ord, s.ord);
         doc.add_text(f.body, s.text);
-        Self::add_pair(&mut doc, f.title, s.title);
-        Self::add_pair(&mut doc, f.heading, s.heading);
-        doc.add_text(f.named, named_key(&query_words(s.heading).searched));
-        for name in s.names {
-            doc.add_text(f.document_named, named_key(name));
+        Self::add_pair(&mut doc, &mut live, f.title, s.title);
+        Self::add_pair(&mut doc, &mut live, f.heading, s.heading);
+        let named = named_key(&query_words(s.heading).searched);
+        // One token, the whole key; a key tantivy cannot index is left out.
+        if named.len() <= MAX_TOKEN_LEN {
+            doc.add_text(f.named, named);
+            live.tokens.insert(f.named, 1);
         }
-        Self::add_pair(&mut doc, f.trail, s.trail);
-        Self::add_pair(&mut doc, f.text, s.text);
-        self.add(doc)
+        let mut names = 0;
+        for name in s.names.iter().map(|n| named_key(n)) {
+            if name.len() <= MAX_TOKEN_LEN {
+                doc.add_text(f.document_named, name);
+                names += 1;
+            }
+        }
+        if names > 0 {
+            live.tokens.insert(f.document_named, names);
+        }
+        Self::add_pair(&mut doc, &mut live, f.trail, s.trail);
+        Self::add_pair(&mut doc, &mut live, f.text, s.text);
+        self.add(s.path, doc, &live)
     }
 
     /// Adds a document's catalog entry.
     pub(crate) fn add_document(&mut self, d: &DocumentEntry<'_>) -> io::Result<()> {
         let f = self.fields;
+        let mut live = Live {
+            others: 1,
+            ..Live::default()
+        };
         let mut doc = TantivyDocument::default();
         doc.add_text(f.kind, DOCUMENT);
         doc.add_text(f.path, d.path);
         doc.add_u64(f.ord, d.ord);
-        Self::add_pair(&mut doc, f.title, d.title);
-        Self::add_pair(&mut doc, f.heading, d.headings);
-        self.add(doc)
+        Self::add_pair(&mut doc, &mut live, f.title, d.title);
+        Self::add_pair(&mut doc, &mut live, f.heading, d.headings);
+        self.add(d.path, doc, &live)
     }
 
     /// Adds a link to a section of another document.
     pub(crate) fn add_link(&mut self, l: &LinkEntry<'_>) -> io::Result<()> {
         let f = self.fields;
+        let mut live = Live {
+            links: 1,
+            ..Live::default()
+        };
         let mut doc = TantivyDocument::default();
         doc.add_text(f.kind, LINK);
         doc.add_text(f.path, l.path);
         doc.add_u64(f.ord, l.ord);
-        Self::add_pair(&mut doc, f.linked, l.context);
-        self.add(doc)
+        Self::add_pair(&mut doc, &mut live, f.linked, l.context);
+        self.add(l.path, doc, &live)
     }
 
-    fn add(&mut self, doc: TantivyDocument) -> io::Result<()> {
+    /// Adds an entry of the document at `path`, which adds `live` to the
+    /// statistics.
+    fn add(&mut self, path: &str, doc: TantivyDocument, live: &Live) -> io::Result<()> {
         self.writer.add_document(doc).map_err(io_error)?;
+        self.live_by_path
+            .entry(path.to_string())
+            .or_default()
+            .add(live);
+        self.live.add(live);
         self.uncommitted = true;
         Ok(())
     }
@@ -412,6 +514,9 @@ impl TextIndex {
     pub(crate) fn remove(&mut self, path: &str) {
         self.writer
             .delete_term(Term::from_field_text(self.fields.path, path));
+        if let Some(gone) = self.live_by_path.remove(path) {
+            self.live.subtract(&gone);
+        }
         self.uncommitted = true;
     }
 
@@ -420,6 +525,7 @@ impl TextIndex {
         if self.uncommitted {
             self.writer.commit().map_err(io_error)?;
             self.reader.reload().map_err(io_error)?;
+            self.committed = self.live.clone();
             self.uncommitted = false;
         }
         Ok(self.reader.searcher())
@@ -621,7 +727,8 @@ impl TextIndex {
     /// Runs `query` over the links (`kind` [`LINK`]) or over the sections
     /// and catalog entries, each scored as if the index held only those:
     /// links do not change the sections' BM25 statistics (a new link does
-    /// not move every section's rank), nor sections the links'.
+    /// not move every section's rank), nor sections the links'. The
+    /// statistics are the live entries' (see the module's note).
     fn search(
         &self,
         searcher: &Searcher,
@@ -629,13 +736,15 @@ impl TextIndex {
         query: &dyn Query,
         collector: &AllHits,
     ) -> io::Result<Vec<Hit>> {
-        let links = searcher
-            .doc_freq(&Term::from_field_text(self.fields.kind, LINK))
-            .map_err(io_error)?;
-        let all = Bm25StatisticsProvider::total_num_docs(searcher).map_err(io_error)?;
+        let live = &self.committed;
         let stats = KindStatistics {
             searcher,
-            docs: if kind == LINK { links } else { all - links },
+            docs: if kind == LINK {
+                live.links
+            } else {
+                live.others
+            },
+            tokens: &live.tokens,
         };
         searcher
             .search_with_statistics_provider(query, collector, &stats)
@@ -731,18 +840,23 @@ fn named_key(words: &[String]) -> String {
     words.join(" ")
 }
 
-/// BM25 statistics of some of the entries (see [`TextIndex::search`]): the
-/// number of entries is theirs; a term's count and a field's tokens are
-/// the index's, which only they hold, a count never above the number of
-/// entries.
+/// BM25 statistics of some of the live entries (see [`TextIndex::search`]):
+/// the number of entries is theirs; a field's tokens are the live entries'
+/// (only they hold the field), a term's count the live entries holding it,
+/// never above the number of entries. Fields no ranking reads (`kind`,
+/// `path`) keep tantivy's counts.
 struct KindStatistics<'a> {
     searcher: &'a Searcher,
     docs: u64,
+    tokens: &'a HashMap<Field, u64>,
 }
 
 impl Bm25StatisticsProvider for KindStatistics<'_> {
     fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
-        Bm25StatisticsProvider::total_num_tokens(self.searcher, field)
+        match self.tokens.get(&field) {
+            Some(n) => Ok(*n),
+            None => Bm25StatisticsProvider::total_num_tokens(self.searcher, field),
+        }
     }
 
     fn total_num_docs(&self) -> tantivy::Result<u64> {
@@ -750,7 +864,17 @@ impl Bm25StatisticsProvider for KindStatistics<'_> {
     }
 
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
-        Ok(self.searcher.doc_freq(term)?.min(self.docs.max(1)))
+        let mut count = 0u64;
+        for segment in self.searcher.segment_readers() {
+            let postings = segment.inverted_index(term.field())?;
+            count += u64::from(match segment.alive_bitset() {
+                None => postings.doc_freq(term)?,
+                Some(alive) => postings
+                    .read_postings(term, IndexRecordOption::Basic)?
+                    .map_or(0, |p| p.doc_freq_given_deletes(alive)),
+            });
+        }
+        Ok(count.min(self.docs.max(1)))
     }
 }
 
@@ -853,6 +977,55 @@ mod tests {
                 "err_invalid_arg_type"
             ]
         );
+    }
+
+    #[test]
+    fn the_live_statistics_count_what_tantivy_counts_in_a_fresh_index() {
+        let giant = "x".repeat(MAX_TOKEN_LEN + 1);
+        let mut index = TextIndex::new(None).unwrap();
+        for (ord, heading, text) in [
+            (1, "Pier İstanbul", "Pier deploys callbacks, İİ naïve."),
+            (2, giant.as_str(), "The heading above is one word too long."),
+            (3, "", "fs.readFile(path) 2023-11-20"),
+        ] {
+            index
+                .add_section(&SectionEntry {
+                    ord,
+                    path: "/a.md",
+                    title: "Harbour ops",
+                    heading,
+                    trail: heading,
+                    text,
+                })
+                .unwrap();
+        }
+        index
+            .add_link(&LinkEntry {
+                ord: 4,
+                path: "/a.md",
+                context: "see the pier",
+            })
+            .unwrap();
+        let searcher = index.searcher().unwrap();
+        let f = index.fields;
+        for pair in [f.title, f.heading, f.trail, f.text, f.linked] {
+            for field in [pair.exact, pair.stemmed] {
+                assert_eq!(
+                    index.committed.tokens.get(&field).copied().unwrap_or(0),
+                    Bm25StatisticsProvider::total_num_tokens(&searcher, field).unwrap(),
+                    "{field:?}"
+                );
+            }
+        }
+        assert_eq!(
+            index.committed.tokens[&f.named],
+            Bm25StatisticsProvider::total_num_tokens(&searcher, f.named).unwrap()
+        );
+        assert_eq!((index.committed.others, index.committed.links), (3, 1));
+        index.remove("/a.md");
+        index.searcher().unwrap();
+        assert_eq!((index.committed.others, index.committed.links), (0, 0));
+        assert!(index.committed.tokens.values().all(|n| *n == 0));
     }
 
     #[test]

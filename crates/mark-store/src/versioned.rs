@@ -233,11 +233,12 @@ pub(crate) fn all_versions(vdir: &Path, name: &str) -> io::Result<Vec<u64>> {
 }
 
 /// Reads one version file; `None` when it does not exist. Symlinks are
-/// refused: a strict store only serves files it wrote.
+/// refused: a strict store only serves files it wrote; and anything but a
+/// regular file is never opened (see [`crate::regular`]).
 pub(crate) fn read_version(vdir: &Path, name: &str, n: u64) -> io::Result<Option<Vec<u8>>> {
     let path = vdir.join(version_file_name(name, n));
     match fs::symlink_metadata(&path) {
-        Ok(m) if m.file_type().is_file() => fs::read(&path).map(Some),
+        Ok(m) if m.file_type().is_file() => crate::regular::read(&path),
         Ok(_) => Ok(None),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),

@@ -25,6 +25,7 @@
 
 mod binary;
 mod cert;
+mod odd_files;
 mod process;
 mod relay;
 mod store;
@@ -32,6 +33,7 @@ mod tree;
 
 pub use binary::{mark_server_binary, workspace_binary};
 pub use cert::{TestCertificate, write_test_certificate};
+pub use odd_files::make_fifo;
 pub use process::{LoggedRequest, MarkServerProcess, parse_listening_line, parse_request_line};
 pub use relay::{Direction, LinkShape, RelayStats, UdpRelay};
 pub use store::{TempStore, generate_token, import_store, run_mark_server};
