@@ -803,7 +803,13 @@ impl TextIndex {
         words: &[String],
     ) -> io::Result<Vec<f64>> {
         let f = self.fields;
-        let all = searcher.num_docs() as f64;
+        // The live entries' counts, as every search's (a fresh build's).
+        let stats = KindStatistics {
+            searcher,
+            docs: self.committed.others,
+            tokens: &self.committed.tokens,
+        };
+        let all = stats.total_num_docs().map_err(io_error)? as f64;
         words
             .iter()
             .map(|w| {
@@ -811,7 +817,7 @@ impl TextIndex {
                 let mut df: u64 = 0;
                 for field in [f.text.stemmed, f.heading.stemmed] {
                     df = df.max(
-                        searcher
+                        stats
                             .doc_freq(&Term::from_field_text(field, &stem))
                             .map_err(io_error)?,
                     );
@@ -993,6 +999,10 @@ mod tests {
                     ord,
                     path: "/a.md",
                     title: "Harbour ops",
+                    names: &[
+                        vec!["harbour".to_string(), "ops".to_string()],
+                        vec!["a".to_string()],
+                    ],
                     heading,
                     trail: heading,
                     text,
@@ -1017,10 +1027,13 @@ mod tests {
                 );
             }
         }
-        assert_eq!(
-            index.committed.tokens[&f.named],
-            Bm25StatisticsProvider::total_num_tokens(&searcher, f.named).unwrap()
-        );
+        for field in [f.named, f.document_named] {
+            assert_eq!(
+                index.committed.tokens[&field],
+                Bm25StatisticsProvider::total_num_tokens(&searcher, field).unwrap(),
+                "{field:?}"
+            );
+        }
         assert_eq!((index.committed.others, index.committed.links), (3, 1));
         index.remove("/a.md");
         index.searcher().unwrap();
