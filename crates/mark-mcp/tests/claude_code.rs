@@ -18,9 +18,17 @@ use support::{Mcp, bin, kb};
 
 /// Runs `mark-mcp ARGS…` with `stdin` and extra environment; (stdout, ok).
 fn run_with(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> (String, bool) {
-    let mut child = Command::new(bin())
-        .args(args)
+    let mut command = Command::new(bin());
+    command.args(args);
+    run_command(command, stdin, env)
+}
+
+/// Runs `command` without MARK_TOKEN or CLAUDE_PID, with `stdin` and extra
+/// environment; (stdout, ok).
+fn run_command(mut command: Command, stdin: &str, env: &[(&str, &str)]) -> (String, bool) {
+    let mut child = command
         .env_remove("MARK_TOKEN")
+        .env_remove("CLAUDE_PID")
         .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -208,28 +216,20 @@ async fn after_a_compaction_or_clear_the_running_server_delivers_text_again_howe
     let hook = |launcher: &[String], source: &str| {
         let stdin =
             json!({"session_id": "s1", "hook_event_name": "SessionStart", "source": source});
-        let mut child = Command::new(&launcher[0])
+        let mut command = Command::new(&launcher[0]);
+        command
             .args(&launcher[1..])
-            .env_remove("MARK_TOKEN")
-            .env_remove("CLAUDE_PID")
-            .env_remove("CLAUDE_PLUGIN_OPTION_PIN")
-            .env("PATH", &path)
-            .env("CLAUDE_PLUGIN_DATA", &data_dir)
-            .env("CLAUDE_PLUGIN_OPTION_SOURCE", &root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8(out.stdout).unwrap();
-        assert!(out.status.success(), "{launcher:?}: {stdout}");
+            .env_remove("CLAUDE_PLUGIN_OPTION_PIN");
+        let (stdout, ok) = run_command(
+            command,
+            &stdin.to_string(),
+            &[
+                ("PATH", path.as_str()),
+                ("CLAUDE_PLUGIN_DATA", data_dir.as_str()),
+                ("CLAUDE_PLUGIN_OPTION_SOURCE", root.as_str()),
+            ],
+        );
+        assert!(ok, "{launcher:?}: {stdout}");
         assert!(
             hook_context(&stdout).contains("Its root:"),
             "{launcher:?}: {stdout}"
