@@ -593,13 +593,12 @@ fn searched_note(session: &Session, searched: usize) -> String {
     )
 }
 
-/// Whether `resp` is how a server without LOOKUP answers it (a demarkus
-/// server before LOOKUP: `server-error` with the body `bad request`).
+/// Whether `resp` is how a server without LOOKUP answers it: a demarkus
+/// server before LOOKUP answers `server-error` with the markdown error body
+/// every demarkus error has, `\n# Server error\n\nbad request\n` (its
+/// message, the title left out, is `bad request`).
 fn lacks_lookup(resp: &Response) -> bool {
-    resp.status == Status::ServerError
-        && String::from_utf8_lossy(&resp.body)
-            .trim()
-            .eq_ignore_ascii_case("bad request")
+    resp.status == Status::ServerError && resp.error_message().eq_ignore_ascii_case("bad request")
 }
 
 fn read_table(resp: &Response) -> Result<Found, ToolText> {

@@ -198,8 +198,9 @@ async fn rows_from_an_any_word_server_say_which_words_they_lack() {
     mcp.stop().await;
 }
 
-/// #13: a server without LOOKUP (`--no-lookup`: `server-error` with the body
-/// `bad request`, as a demarkus server before LOOKUP answers) is searched
+/// #13, #28: a server without LOOKUP (`--no-lookup`: `server-error` with
+/// demarkus' own error body, `\n# Server error\n\nbad request\n`, byte for
+/// byte as a demarkus server before LOOKUP answers) is searched
 /// here over the documents the session crawled, with mark-store's LOOKUP
 /// code: the hits are found, with what they lack; the note says how many
 /// documents were searched; a second lookup neither asks the server nor

@@ -85,7 +85,8 @@ struct ServeArgs {
     #[arg(long, hide = true)]
     all_words_lookup: bool,
     /// Test mode: answer LOOKUP as servers from before LOOKUP (a March
-    /// 2026 demarkus server): `server-error` with the body `bad request`.
+    /// 2026 demarkus server), in its bytes: `server-error` with the body
+    /// `\n# Server error\n\nbad request\n`.
     #[arg(long, hide = true, conflicts_with = "all_words_lookup")]
     no_lookup: bool,
     /// Test mode: answer LIST as a server whose paging loops: every page is
@@ -304,10 +305,13 @@ fn lookup_all_words(
     response
 }
 
-/// LOOKUP as a server without it answers (`--no-lookup`): the unknown verb
-/// is a `server-error` whose whole body is `bad request`.
+/// LOOKUP as a server without it answers (`--no-lookup`), byte for byte as
+/// a demarkus server before LOOKUP writes it: `server-error`, no other
+/// metadata, and demarkus' error body (`writeError`: a blank line, `# ` and
+/// the status as a title, a blank line, the message, a line end).
 fn lookup_unknown() -> mark_proto::Response {
-    mark_proto::Response::new(mark_proto::Status::ServerError).with_body("bad request")
+    mark_proto::Response::new(mark_proto::Status::ServerError)
+        .with_body("\n# Server error\n\nbad request\n")
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
