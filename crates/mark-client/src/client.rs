@@ -381,6 +381,9 @@ impl Inner {
         )
         .await
         .map_err(|_| ClientError::RequestTimeout { timeout })??;
+        if raw.is_empty() {
+            return Err(ClientError::NoAnswer);
+        }
         Response::parse(&raw).map_err(ClientError::Malformed)
     }
 

@@ -115,6 +115,13 @@ pub enum ClientError {
         "the server sent a malformed response ({0}); check that the host and port belong to a Mark Protocol server"
     )]
     Malformed(#[source] WireError),
+    /// The server ended the response stream without a byte: what a server
+    /// limiting requests does (demarkus closes a stream over its rate,
+    /// 50 requests a second per client, that way), not a malformed answer.
+    #[error(
+        "the server closed the stream without answering; it may be limiting how many requests a client sends, so wait a moment and retry"
+    )]
+    NoAnswer,
     /// The connection died while the request was in flight.
     #[error(
         "the connection to the server was lost ({reason}); retry the request, and for a write fetch the document first to see whether it was applied"

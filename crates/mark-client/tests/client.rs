@@ -96,6 +96,16 @@ async fn garbage_bytes_are_malformed() {
 }
 
 #[tokio::test]
+async fn a_stream_closed_without_a_byte_is_no_answer_not_malformed() {
+    // As demarkus ends a stream over its request rate.
+    let server = TestServer::start(|_, _| Action::Reply(Vec::new()));
+    let client = Client::new(pinned(&server)).unwrap();
+    let err = fetch(&client, &server, "/a.md").await.unwrap_err();
+    assert!(matches!(err, ClientError::NoAnswer), "{err}");
+    assert!(err.to_string().contains("may be limiting"), "{err}");
+}
+
+#[tokio::test]
 async fn a_response_without_frontmatter_is_malformed() {
     let server = TestServer::start(|_, _| Action::Reply(b"# Just markdown\n".to_vec()));
     let client = Client::new(pinned(&server)).unwrap();
