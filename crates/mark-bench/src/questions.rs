@@ -2,7 +2,7 @@
 
 use crate::BenchError;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
 /// One orientation question, as `questions.toml` writes it.
@@ -108,25 +108,68 @@ impl Evidence {
 pub fn answer_section_tokens(kb: &Path, questions: &[Question]) -> Result<usize, BenchError> {
     let mut total = 0;
     for q in questions {
+        let answer = AnswerSection::read(kb, q)?;
+        let section = match answer.heading {
+            None => answer.doc.source(),
+            Some(i) => answer.doc.section_text(&answer.doc.headings()[i]),
+        };
+        total += crate::tokens::o200k_tokens(section);
+    }
+    Ok(total)
+}
+
+/// A question's answer section (`section`), read from the knowledge base on
+/// disk: the one place reports read it (never a strategy).
+pub struct AnswerSection {
+    /// The document's `/path`.
+    pub path: String,
+    /// The document, parsed.
+    pub doc: markdown_slice::Document<String>,
+    /// The answer's heading in `doc.headings()`; `None`: the whole document.
+    pub heading: Option<usize>,
+}
+
+impl AnswerSection {
+    /// Reads `q.section` under `kb`; an unreadable file or an anchor the
+    /// document lacks is an error naming the question.
+    pub fn read(kb: &Path, q: &Question) -> Result<AnswerSection, BenchError> {
         let (path, anchor) = q.section.split_once('#').unwrap_or((&q.section, ""));
         let file = kb.join(path.trim_start_matches('/'));
         let text = std::fs::read_to_string(&file).map_err(|source| BenchError::Io {
             what: format!("reading {} (question `{}`)", file.display(), q.id),
             source,
         })?;
-        let doc = markdown_slice::Document::parse(text.as_str());
-        let section = if anchor.is_empty() {
-            doc.source()
+        let doc = markdown_slice::Document::parse(text);
+        let heading = if anchor.is_empty() {
+            None
         } else {
-            let heading = doc.find_anchor(anchor).map_err(|_| BenchError::Questions {
+            let found = doc.find_anchor(anchor).map_err(|_| BenchError::Questions {
                 path: file.clone(),
                 why: format!("question `{}`: no section #{anchor}", q.id),
             })?;
-            doc.section_text(heading)
+            doc.headings().iter().position(|h| h == found)
         };
-        total += crate::tokens::o200k_tokens(section);
+        Ok(AnswerSection {
+            path: path.to_string(),
+            doc,
+            heading,
+        })
     }
-    Ok(total)
+
+    /// The anchors of the answer's section and of every heading inside it;
+    /// empty for a whole document.
+    pub fn anchors(&self) -> BTreeSet<String> {
+        let Some(i) = self.heading else {
+            return BTreeSet::new();
+        };
+        let range = &self.doc.headings()[i].section;
+        self.doc
+            .headings()
+            .iter()
+            .filter(|h| range.contains(&h.line.start))
+            .filter_map(|h| h.anchor.clone())
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@
 //! and for the plain tantivy reference.
 
 use crate::BenchError;
+use crate::questions::AnswerSection;
 use crate::terms::terms;
 use mark_proto::lookup::query_words;
 use mark_proto::{Request, Status, Verb};
@@ -506,30 +507,6 @@ pub struct QuestionRanking {
     pub misses: Vec<String>,
 }
 
-/// The anchors of a question's answer: its section and every heading inside it.
-fn answer_of(dir: &Path, section: &str) -> Result<Answers, BenchError> {
-    let (path, anchor) = section.split_once('#').unwrap_or((section, ""));
-    let file = dir.join(path.trim_start_matches('/'));
-    let source = std::fs::read_to_string(&file).map_err(|source| BenchError::Io {
-        what: format!("reading {}", file.display()),
-        source,
-    })?;
-    let doc = Document::parse(&source);
-    let mut anchors = BTreeSet::new();
-    if !anchor.is_empty() {
-        let Ok(heading) = doc.find_anchor(anchor) else {
-            return Err(BenchError::Server(format!("{section}: no such section")));
-        };
-        anchors.extend(
-            doc.headings()
-                .iter()
-                .filter(|h| heading.section.contains(&h.line.start))
-                .filter_map(|h| h.anchor.clone()),
-        );
-    }
-    Ok(Answers::Within(path.to_string(), anchors))
-}
-
 /// Ranks each question set's answers over 10 rows, LOOKUP beside the plain
 /// tantivy reference (the same sections).
 pub fn run_question_ranking(sets: &[QuestionSet]) -> Result<Vec<QuestionRanking>, BenchError> {
@@ -544,7 +521,8 @@ pub fn run_question_ranking(sets: &[QuestionSet]) -> Result<Vec<QuestionRanking>
             .map_err(|e| BenchError::Server(format!("opening {}: {e}", set.dir.display())))?;
         let (mut ours, mut theirs, mut misses) = (Vec::new(), Vec::new(), Vec::new());
         for q in &questions {
-            let answer = answer_of(&set.dir, &q.section)?;
+            let section = AnswerSection::read(&set.dir, q)?;
+            let answer = Answers::Within(section.path.clone(), section.anchors());
             let query = terms(&q.question).join(" ");
             let rank = |rows: &[(String, Option<String>)]| {
                 rows.iter()
