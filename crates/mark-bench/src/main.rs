@@ -53,6 +53,9 @@ enum Command {
         /// The plain agent's `read` on mark_lookup (default: the tool's own).
         #[arg(long)]
         read: Option<u64>,
+        /// The plain agent's `budget` on mark_lookup (default: the tool's own).
+        #[arg(long)]
+        budget: Option<u64>,
         /// The folder the peer servers are installed in (`bench/peers`, after
         /// `npm ci` there): their rows join the same run.
         #[arg(long)]
@@ -163,6 +166,7 @@ async fn main() -> ExitCode {
             mark_server,
             runs,
             read,
+            budget,
             peers_dir,
             json,
         } => {
@@ -199,6 +203,7 @@ async fn main() -> ExitCode {
                     mark_mcp_bin: mark_mcp_bin.clone(),
                     mark_server_bin: mark_server_bin.clone(),
                     read,
+                    budget,
                     peers_dir: peers_dir.clone(),
                 };
                 match run_orientation(opts).await {

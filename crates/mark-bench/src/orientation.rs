@@ -40,6 +40,8 @@ pub struct OrientationOptions {
     pub mark_server_bin: PathBuf,
     /// The plain agent's `read` (`None`: the tool's default).
     pub read: Option<u64>,
+    /// The plain agent's `budget` (`None`: the tool's default).
+    pub budget: Option<u64>,
     /// Where the peer servers are installed (`bench/peers`): when given,
     /// their rows over the same questions join the run.
     pub peers_dir: Option<PathBuf>,
@@ -55,6 +57,7 @@ impl Default for OrientationOptions {
             mark_mcp_bin: PathBuf::from("mark-mcp"),
             mark_server_bin: PathBuf::from("mark-server"),
             read: None,
+            budget: None,
             peers_dir: None,
         }
     }
@@ -129,7 +132,10 @@ pub async fn run_orientation(opts: OrientationOptions) -> Result<Report, BenchEr
         for (row, strategy) in rows.iter_mut().zip(COLD) {
             if available(strategy) {
                 let plan = match strategy {
-                    Strategy::PlainAgent => Plan::Plain { read: opts.read },
+                    Strategy::PlainAgent => Plan::Plain {
+                        read: opts.read,
+                        budget: opts.budget,
+                    },
                     other => Plan::Mark(other),
                 };
                 row.add(cold_pass(&command, Some(&server), &plan, &questions).await?);

@@ -34,12 +34,11 @@ impl LookupHit {
 }
 
 /// The part of a `mark_lookup` result that holds its rows: the body up to
-/// the first section `read` appended (whose text may hold lines that look
-/// like rows: a `// …` code line).
+/// the first block appended after them (passages, a section `read`: their
+/// text may hold lines that look like rows, a `// …` code line).
 pub fn lookup_rows_part(text: &str) -> &str {
     let body = body(text);
-    body.split_once("\n=== read ")
-        .map_or(body, |(rows, _)| rows)
+    body.split_once("\n=== ").map_or(body, |(rows, _)| rows)
 }
 
 /// The rows of a `mark_lookup` result (`url · Doc › Heading · snippet`),

@@ -237,6 +237,8 @@ pub enum Plan {
     Plain {
         /// Sections the lookup reads.
         read: Option<u64>,
+        /// The lookup's passage budget.
+        budget: Option<u64>,
     },
     /// server-filesystem: `search_files **/*.md`, then `read_text_file` of
     /// the files whose path shares words with the question (best first,
@@ -269,8 +271,8 @@ pub async fn ask(
             Plan::Mark(Strategy::FullChain) => {
                 full_chain(&mut asker, &DocReader::MarkFetchFull).await?
             }
-            Plan::Mark(Strategy::PlainAgent) => plain_agent(&mut asker, None).await?,
-            Plan::Plain { read } => plain_agent(&mut asker, *read).await?,
+            Plan::Mark(Strategy::PlainAgent) => plain_agent(&mut asker, None, None).await?,
+            Plan::Plain { read, budget } => plain_agent(&mut asker, *read, *budget).await?,
             Plan::Mark(Strategy::LookupSection) => lookup_section(&mut asker).await?,
             Plan::Mark(Strategy::ExploreSection | Strategy::WarmSession) => {
                 explore_section(&mut asker).await?
@@ -442,8 +444,12 @@ fn best_links(q_terms: &[String], path: &str, markdown: &str) -> Vec<String> {
 /// (stop words dropped, nothing else), then the next hits' sections (see
 /// [`search_and_read`]), until the facts are in or [`PLAIN_CALLS`] calls are
 /// spent. No ladder, no hub.
-async fn plain_agent(asker: &mut Asker<'_>, read: Option<u64>) -> Result<(), BenchError> {
-    search_and_read(asker, read, PLAIN_CALLS - 1).await
+async fn plain_agent(
+    asker: &mut Asker<'_>,
+    read: Option<u64>,
+    budget: Option<u64>,
+) -> Result<(), BenchError> {
+    search_and_read(asker, read, budget, PLAIN_CALLS - 1).await
 }
 
 /// One body lookup ([`PLAIN_LIMIT`] rows) with the question's words,
@@ -454,6 +460,7 @@ async fn plain_agent(asker: &mut Asker<'_>, read: Option<u64>) -> Result<(), Ben
 async fn search_and_read(
     asker: &mut Asker<'_>,
     read: Option<u64>,
+    budget: Option<u64>,
     fetches: usize,
 ) -> Result<(), BenchError> {
     let mut args = json!({
@@ -463,6 +470,9 @@ async fn search_and_read(
     });
     if let (Some(n), Some(_)) = (read, asker.session.param("mark_lookup", "read")) {
         args["read"] = json!(n);
+    }
+    if let (Some(n), Some(_)) = (budget, asker.session.param("mark_lookup", "budget")) {
+        args["budget"] = json!(n);
     }
     let call = asker.call("mark_lookup", args).await?;
     let hits = reading::lookup_hits(asker.remembered(&call));
@@ -551,7 +561,7 @@ async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
         return Ok(());
     }
     let Some(start) = start else {
-        return search_and_read(asker, None, MAX_OFFER_FETCHES).await;
+        return search_and_read(asker, None, None, MAX_OFFER_FETCHES).await;
     };
     let hub = document(&start).to_string();
     if start.contains('#') {
@@ -632,7 +642,7 @@ async fn explore_section(asker: &mut Asker<'_>) -> Result<(), BenchError> {
     if asker.done() {
         return Ok(());
     }
-    search_and_read(asker, None, MAX_OFFER_FETCHES).await
+    search_and_read(asker, None, None, MAX_OFFER_FETCHES).await
 }
 
 /// The runs of digits in `text` (`phase 7` → `7`).

@@ -26,6 +26,7 @@ async fn orientation_benchmark_runs_over_the_real_binaries() {
         mark_mcp_bin: binary("mark-mcp"),
         mark_server_bin: binary("mark-server"),
         read: None,
+        budget: None,
         peers_dir: None,
     };
     let report = run_orientation(opts).await.unwrap();

@@ -65,6 +65,9 @@ pub enum Slice {
     Section(String),
     /// One block, by its `^block-id` (without `^`).
     Block(String),
+    /// One passage a lookup sent, by its byte range (`start-end`) in the
+    /// document at the version sent.
+    Passage(String),
 }
 
 /// Which page of a slice's text was sent: `number` of `total` (an unpaged
@@ -279,7 +282,7 @@ fn doc_weight<H>(path: &str, doc: &DocRecord<H>, weigh: fn(&H) -> usize) -> usiz
         .map(|(s, r)| {
             let anchor = match s {
                 Slice::Body => 0,
-                Slice::Section(a) | Slice::Block(a) => a.len(),
+                Slice::Section(a) | Slice::Block(a) | Slice::Passage(a) => a.len(),
             };
             anchor + RECORD_OVERHEAD + r.sent.len() * 24
         })

@@ -718,6 +718,10 @@ impl<'a> View<'a> {
                 "unchanged since {since} (in #^{} read earlier this session); force=true to re-read",
                 one_line(id, LABEL_BYTES)
             ),
+            // A fetch asks for no passage, and a passage holds no bigger slice.
+            Some(Slice::Passage(_)) => format!(
+                "unchanged since {since} (read earlier this session); force=true to re-read"
+            ),
         }
     }
 
@@ -741,7 +745,7 @@ impl<'a> View<'a> {
         let kind = match slice {
             Slice::Body => PartKind::Full,
             Slice::Section(_) => PartKind::Section,
-            Slice::Block(_) => PartKind::Block,
+            Slice::Block(_) | Slice::Passage(_) => PartKind::Block,
         };
         let size = size_line(text);
         let page_bytes = self.session.settings().page_bytes;

@@ -33,6 +33,7 @@ pub mod list;
 pub mod lookup;
 pub mod outbox;
 pub mod paging;
+pub mod passages;
 pub mod prompts;
 pub mod reasons;
 pub mod resources;

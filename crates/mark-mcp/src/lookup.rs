@@ -24,6 +24,7 @@ use crate::dedup::{AnswerKey, Delivery, Slice, answer_digest};
 use crate::envelope::{ToolText, one_line};
 use crate::fetch::{FetchParams, fetch_built};
 use crate::paging::cursor_argument;
+use crate::passages::{DEFAULT_BUDGET, MAX_BUDGET, passages_into};
 use crate::result::{ResultBuilder, SEPARATOR};
 use crate::session::{Loaded, Session, passthrough};
 use mark_proto::lookup::{LookupRow, LookupTable, query_words, word_spans};
@@ -83,19 +84,24 @@ pub struct LookupParams {
     #[arg(long)]
     #[serde(default)]
     pub cursor: Option<String>,
-    /// Also read the top N hits' sections, 0 to 3 (default 1).
+    /// Also read the top N hits' whole sections, 0 to 3 (default 0).
     #[arg(long)]
     #[serde(default)]
     pub read: Option<u32>,
+    /// Tokens of best-matching passages of the top rows (default 1000).
+    #[arg(long)]
+    #[serde(default)]
+    pub budget: Option<u32>,
     /// Re-send even if unchanged.
     #[arg(long)]
     #[serde(default)]
     pub force: bool,
 }
 
-/// Hits read by default: the top hit holds the answer most often, and
-/// reading it in the same call saves the agent's second call.
-pub const DEFAULT_READ: u32 = 1;
+/// Hits read whole by default: none, since the passages of the top hits
+/// (see [`crate::passages`]) answer in the same call for a fraction of
+/// their sections' tokens (measured in the README's figures).
+pub const DEFAULT_READ: u32 = 0;
 /// The most hits one lookup reads.
 pub const MAX_READ: u32 = 3;
 /// The most bytes of the hits a read block's opening line names.
@@ -136,6 +142,16 @@ pub async fn lookup_watched(
             ));
         }
     };
+    let budget = match params.budget {
+        None => DEFAULT_BUDGET,
+        Some(n @ 0..=MAX_BUDGET) => n,
+        Some(n) => {
+            return ToolText::error(format!(
+                "budget {n} is out of range; give 0 to {MAX_BUDGET} (tokens of passages to read)"
+            ));
+        }
+    };
+    let query = params.query.clone();
     // An answer is compared only with earlier answers to the same search.
     let key = AnswerKey {
         tool: "lookup",
@@ -175,8 +191,18 @@ pub async fn lookup_watched(
         b.push_shortened(&found.text);
     }
     let read_hits = &hits[..hits.len().min(read as usize)];
+    let passages = passages_into(
+        &mut b,
+        session,
+        &query,
+        &hits[read_hits.len()..],
+        budget as usize,
+        force,
+        now,
+    )
+    .await;
     let statuses = read_into(&mut b, session, read_hits, force, now).await;
-    if !rows_sent || statuses.iter().any(|s| s != "unchanged") {
+    if !rows_sent || passages.sent > 0 || statuses.iter().any(|s| s != "unchanged") {
         return b.finish().send(session);
     }
     ToolText::new("unchanged")

@@ -36,7 +36,7 @@ use std::time::Instant;
 
 const FETCH: &str = "Read a markdown document or sections of it. Small documents come whole, large ones as an outline with #anchors: then fetch url#anchor (anchors: [..] for several). Text already read this session answers 'unchanged'; force=true re-sends it and skips the outline.";
 const EXPLORE: &str = "Orient in a document in one call: outline (#anchors), opening, links out, backlinks, siblings. Then mark_fetch url#anchor. A '+N more' line's cursor pages that section.";
-const LOOKUP: &str = "Search the catalog (titles, tags) or, with match=body, section text. Start here: the top hit's section comes along (read=1, one call fewer for one section's tokens); mark_fetch others' url#anchor.";
+const LOOKUP: &str = "Search the catalog (titles, tags) or, with match=body, section text. Start here: the best-matching passages of the top hits come along; mark_fetch a hit's url#anchor for all of it.";
 const LIST: &str = "List a folder's documents and subfolders (paged).";
 const VERSIONS: &str = "A document's version history, newest first; fetch /path/vN for an old one.";
 const PUBLISH: &str = "Write a new version of a document (the whole body). Without apply: a preview diff, nothing written; show it to the person, then call again with apply: true and expected_version from the preview (0 for a new document).";

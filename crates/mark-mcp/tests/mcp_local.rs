@@ -414,8 +414,8 @@ async fn lookup_reads_its_top_hits_as_mark_fetch_delivers_them() {
     let dir = copy_kb();
     let mcp = Mcp::start(&root_args(dir.path(), &["--fresh-for", "0s"])).await;
     let fresh = Mcp::start(&root_args(dir.path(), &[])).await;
-    let night = json!({"query": "night shift", "match": "body"});
-    // read 1 is the default: the top hit's section, exactly as mark_fetch
+    let night = json!({"query": "night shift", "match": "body", "read": 1, "budget": 0});
+    // read 1: the top hit's section, exactly as mark_fetch
     // gives it to a session that has not read it.
     let r = mcp.call("mark_lookup", night.clone()).await;
     let (rows, read) = r
@@ -481,7 +481,10 @@ async fn lookup_reads_its_top_hits_as_mark_fetch_delivers_them() {
     // A section over the outline threshold comes as its sub-outline.
     let mcp = Mcp::start(&root_args(&kb(), &["--outline-threshold", "100"])).await;
     let r = mcp
-        .call("mark_lookup", json!({"query": "pilots", "match": "body"}))
+        .call(
+            "mark_lookup",
+            json!({"query": "pilots", "match": "body", "read": 1}),
+        )
         .await;
     let read = r.body().split_once("\n=== read ").unwrap().1;
     assert!(read.contains("\nmode: outline\n"), "{}", r.text);
@@ -494,7 +497,8 @@ async fn lookup_reads_its_top_hits_as_mark_fetch_delivers_them() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lookup_whose_read_is_an_outline_is_unchanged_the_second_time() {
     let mcp = Mcp::start(&root_args(&kb(), &[])).await;
-    let ask = json!({"query": "harbour handbook", "match": "body", "limit": 3});
+    let ask =
+        json!({"query": "harbour handbook", "match": "body", "limit": 3, "read": 1, "budget": 0});
     let first = mcp.call("mark_lookup", ask.clone()).await;
     let (_, read) = first
         .body()
@@ -610,11 +614,15 @@ async fn a_lookup_cursor_pages_the_ranked_rows_and_refuses_forged_ones() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lookup_list_versions_and_refused_writes() {
     let mcp = Mcp::start(&root_args(&kb(), &["--write"])).await;
-    let r = mcp.call("mark_lookup", json!({"query": "crew"})).await;
+    let r = mcp
+        .call("mark_lookup", json!({"query": "crew", "read": 1}))
+        .await;
     assert_eq!(r.status(), "ok", "{}", r.text);
     assert!(r.body().contains("/notes/crew.md"), "{}", r.text);
     // The same search again: one line, not the rows; force sends them.
-    let again = mcp.call("mark_lookup", json!({"query": "crew"})).await;
+    let again = mcp
+        .call("mark_lookup", json!({"query": "crew", "read": 1}))
+        .await;
     assert_eq!(again.status(), "unchanged", "{}", again.text);
     assert_eq!(again.field("matches"), r.field("matches"));
     assert_eq!(
@@ -624,7 +632,10 @@ async fn lookup_list_versions_and_refused_writes() {
     // force re-sends the rows and the top hit's text read in the first
     // call (issue 26 item 4: after a context loss the agent needs both).
     let forced = mcp
-        .call("mark_lookup", json!({"query": "crew", "force": true}))
+        .call(
+            "mark_lookup",
+            json!({"query": "crew", "read": 1, "force": true}),
+        )
         .await;
     let rows = |text: &str| text.split("\n=== read ").next().unwrap().to_string();
     assert_eq!(rows(&forced.text), rows(&r.text));

@@ -177,6 +177,10 @@ fn delivered_text<'t>(
         Slice::Body => 0..text.len(),
         Slice::Section(a) => doc.find_part(a).unwrap().range(),
         Slice::Block(id) => doc.find_part(&format!("^{id}")).unwrap().range(),
+        Slice::Passage(r) => {
+            let (start, end) = r.split_once('-').unwrap();
+            start.parse().unwrap()..end.parse().unwrap()
+        }
     };
     let whole = &text[range.clone()];
     if total == 1 {

@@ -331,7 +331,7 @@ async fn read_earlier_only_for_the_version_a_store_has_now() {
 async fn a_forced_lookup_re_sends_the_sections_it_reads() {
     let dir = notes();
     let mcp = Mcp::start(&root_args(dir.path(), &[])).await;
-    let ask = json!({"query": "night pier", "match": "body"});
+    let ask = json!({"query": "night pier", "match": "body", "read": 1});
     let first = mcp.call("mark_lookup", ask.clone()).await;
     assert!(first.body().contains("runs at night"), "{}", first.text);
     let mut forced = ask;

@@ -39,6 +39,7 @@ mod import;
 pub mod lookup;
 mod manifest;
 mod marker;
+pub mod passages;
 mod paths;
 mod regular;
 mod store;
