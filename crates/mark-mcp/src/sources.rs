@@ -151,6 +151,11 @@ impl Source for LocalSource {
     }
 }
 
+/// The longest wait for a server's QUIC handshake (within `--timeout`): a
+/// closed UDP port sends nothing back (no ICMP reaches QUIC), so a wrong
+/// host or port is said after this, not after the whole request deadline.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A Mark server over QUIC: one client, one connection reused, requests
 /// paced ([`crate::pace`]): at most [`pace::MAX_IN_FLIGHT`] at once, and
 /// once the server closes a stream without answering (over its request
@@ -297,6 +302,7 @@ pub fn from_cli(cli: &Cli) -> Result<Arc<dyn Source>, String> {
     let client = Client::new(ClientConfig {
         trust,
         token: token.map(Token::new),
+        connect_timeout: HANDSHAKE_TIMEOUT.min(cli.timeout),
         request_timeout: cli.timeout,
         max_response_bytes: cli.max_response_bytes,
         ..Default::default()
