@@ -693,3 +693,57 @@ fn a_write_refused_by_a_server_gives_no_local_folder_advice() {
     );
     assert!(!stdout.contains("local folder"), "{stdout}");
 }
+
+/// #28.5: `--token-file` pointed at demarkus' client token store
+/// (`~/.mark/tokens.toml`) reads the entry of the host in use; a store
+/// without one is refused in a sentence naming the hosts it has, never a
+/// token.
+#[test]
+fn a_demarkus_token_store_gives_the_token_of_the_host_in_use() {
+    let server = support::PublishingServer::start(&kb());
+    let raw = std::fs::read_to_string(&server.token_file).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("tokens.toml");
+    let port = server.server.addr.port();
+    std::fs::write(
+        &store,
+        format!(
+            "[\"docs.example:6309\"]\ntoken = \"other-secret\"\n\n[\"127.0.0.1:{port}\"]\ntoken = \"{}\"\n",
+            raw.trim()
+        ),
+    )
+    .unwrap();
+    let store_arg = store.display().to_string();
+    let write = |file: &str| {
+        run_once(server.server.reader_args(&[
+            "--write",
+            "--token-file",
+            file,
+            "append",
+            "/small.md",
+            "--body",
+            "- x",
+            "--apply",
+        ]))
+    };
+    let out = write(&store_arg);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("status: created"), "{stdout}");
+
+    std::fs::write(
+        &store,
+        "[\"docs.example:6309\"]\ntoken = \"other-secret\"\n",
+    )
+    .unwrap();
+    let out = write(&store_arg);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "with no entry for 127.0.0.1:{port} (it has docs.example:6309)"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("other-secret"), "{stderr}");
+}

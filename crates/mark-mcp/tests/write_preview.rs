@@ -359,31 +359,16 @@ async fn an_append_preview_is_exactly_what_the_server_appends() {
 /// `--unpaged-list`) keeps listing it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_archive_preview_says_what_the_server_does_with_listings() {
-    let publishing = PublishingServer::start(&kb());
-    let mcp = Mcp::start(&publishing.writer_args(&[])).await;
-    let r = mcp
-        .call("mark_archive", json!({"url": "/notes/crew.md"}))
-        .await;
-    assert_eq!(r.status(), "preview", "{}", r.text);
-    assert!(
-        r.body()
-            .contains("/notes/crew.md would leave the listing of /notes/"),
-        "{}",
-        r.text
-    );
-    mcp.stop().await;
-
-    let (_store, server) = support::serve_copy_of(&kb(), &["--unpaged-list"]);
-    let mcp = Mcp::start(&server.reader_args(&["--write"])).await;
-    let r = mcp
-        .call("mark_archive", json!({"url": "/notes/crew.md"}))
-        .await;
-    assert_eq!(r.status(), "preview", "{}", r.text);
-    assert!(
-        r.body()
-            .contains("/notes/crew.md would stay in the listing of /notes/"),
-        "{}",
-        r.text
-    );
-    mcp.stop().await;
+    let (_paged, paged) = support::serve_copy_of::<&str>(&kb(), &[]);
+    let (_unpaged, unpaged) = support::serve_copy_of(&kb(), &["--unpaged-list"]);
+    for (server, says) in [(&paged, "would leave"), (&unpaged, "would stay in")] {
+        let mcp = Mcp::start(&server.reader_args(&["--write"])).await;
+        let r = mcp
+            .call("mark_archive", json!({"url": "/notes/crew.md"}))
+            .await;
+        assert_eq!(r.status(), "preview", "{}", r.text);
+        let wanted = format!("/notes/crew.md {says} the listing of /notes/");
+        assert!(r.body().contains(&wanted), "{}", r.text);
+        mcp.stop().await;
+    }
 }
