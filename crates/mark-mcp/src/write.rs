@@ -46,8 +46,7 @@ pub struct PublishParams {
 pub struct AppendParams {
     /// /path or mark://host/path of the document.
     pub url: String,
-    /// Markdown to add at the end (CLI: `-` reads stdin; a list item such
-    /// as `- item` is text).
+    /// Markdown to add at the end (CLI: `-` reads stdin).
     #[arg(long, allow_hyphen_values = true)]
     pub body: String,
     /// The version you read; omitted: the current one.
