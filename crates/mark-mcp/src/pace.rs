@@ -155,4 +155,37 @@ mod tests {
         }
         assert_eq!(pace.interval(), Some(FIRST_INTERVAL));
     }
+
+    proptest::proptest! {
+        /// Whatever mix of answers and refusals comes, in any order of
+        /// time: the next request is never due before now, a paced
+        /// interval stays between the first and the longest, and requests
+        /// sent at one moment are never closer than the interval.
+        #[test]
+        fn the_pace_stays_within_its_bounds(
+            events in proptest::collection::vec((0u8..3, 0u64..2_000), 1..200)
+        ) {
+            let mut pace = Pace::new();
+            let t0 = Instant::now();
+            let mut now = t0;
+            for (kind, step_ms) in events {
+                now += Duration::from_millis(step_ms);
+                let ready = pace.ready_at(now);
+                proptest::prop_assert!(ready >= now);
+                match kind {
+                    0 => {
+                        pace.sent(ready);
+                        if let Some(interval) = pace.interval() {
+                            proptest::prop_assert!(pace.ready_at(ready) >= ready + interval);
+                        }
+                    }
+                    1 => pace.answered(),
+                    _ => pace.unanswered(now.checked_sub(Duration::from_millis(step_ms / 2)).unwrap_or(t0), now),
+                }
+                if let Some(interval) = pace.interval() {
+                    proptest::prop_assert!((FIRST_INTERVAL..=LONGEST_INTERVAL).contains(&interval));
+                }
+            }
+        }
+    }
 }
