@@ -22,6 +22,7 @@ impl Coverage {
     ///
     /// - `(12; graph complete)`
     /// - `(3 so far; graph partial: 120 of ≥300 documents)`
+    /// - `(3 so far; graph partial: all 53 listed documents read, but the listings did not say whether they are whole)`
     /// - `(3 so far; graph partial: 120 documents, total unknown)`
     /// - `(none known; graph not built yet: no documents indexed)`: never a bare 0.
     pub fn backlinks_note(&self, count: usize) -> String {
@@ -63,6 +64,17 @@ impl Coverage {
         match *self {
             Coverage { complete: true, .. } => f.write_str("graph complete"),
             Coverage { indexed: 0, .. } => f.write_str("graph not built yet: no documents indexed"),
+            // Every document listed is read: what is unknown is whether the
+            // listings were whole (a server that does not page LIST says
+            // nothing of it; a failed or cut listing names less).
+            Coverage {
+                indexed,
+                known: Some(known),
+                ..
+            } if known <= indexed => write!(
+                f,
+                "graph partial: all {indexed} listed documents read, but the listings did not say whether they are whole"
+            ),
             Coverage {
                 indexed,
                 known: Some(known),
@@ -101,6 +113,18 @@ mod tests {
         assert_eq!(
             partial.backlinks_note(3),
             "(3 so far; graph partial: 120 of ≥300 documents)"
+        );
+
+        // #28.6: all listed documents read, the listings' completeness unknown.
+        let all_listed = Coverage {
+            indexed: 53,
+            known: Some(53),
+            complete: false,
+            bound_reached: None,
+        };
+        assert_eq!(
+            all_listed.backlinks_note(4),
+            "(4 so far; graph partial: all 53 listed documents read, but the listings did not say whether they are whole)"
         );
 
         let unlisted = Coverage {

@@ -116,7 +116,9 @@ impl Client {
     /// VERSIONS, LOOKUP) that fails because its connection was lost is sent
     /// once more on a new connection, a write never is. A request that times
     /// out on a connection that heard nothing from the server meanwhile
-    /// closes it, so the next one starts afresh. The
+    /// closes it, so the next one starts afresh; one the server closed without
+    /// answering ([`ClientError::NoAnswer`]) leaves its connection to the
+    /// requests already on it. The
     /// configured token is added as `auth` unless the request carries its own.
     pub async fn request(
         &self,
@@ -158,6 +160,13 @@ impl Client {
                 // previous request.)
                 connection.close(VarInt::from_u32(0), b"request timed out");
                 Err(ClientError::StoppedAnswering { timeout })
+            }
+            Err(ClientError::NoAnswer) => {
+                // A server over its request rate (demarkus) closes the stream
+                // unread and never frees its slot: later requests go on a new
+                // connection, and this one closes once its streams are done.
+                self.inner.retire(host, port, &connection);
+                Err(ClientError::NoAnswer)
             }
             result => result,
         }
@@ -254,6 +263,17 @@ impl Inner {
         self.connections
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes `connection` out of use for `host:port` (if it is still the one
+    /// kept): the next request opens a new one.
+    fn retire(&self, host: &str, port: u16, connection: &Connection) {
+        let key = (host.to_ascii_lowercase(), port);
+        let mut slots = self.slots();
+        if matches!(slots.get(&key), Some(Slot::Connected(c)) if c.stable_id() == connection.stable_id())
+        {
+            slots.remove(&key);
+        }
     }
 
     /// The longest a handshake may take, as its timeout message names it.

@@ -110,7 +110,7 @@ pub struct Cli {
     /// Offer the write tools (mark_publish, mark_append, mark_archive).
     #[arg(long, global = true)]
     pub write: bool,
-    /// File holding the auth token (else the MARK_TOKEN environment variable; '' for none).
+    /// File holding the auth token, or demarkus' token store (~/.mark/tokens.toml: the host's entry); else MARK_TOKEN, else DEMARKUS_AUTH; '' for none.
     #[arg(long, global = true, value_name = "FILE", value_parser = clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from))]
     pub token_file: Option<PathBuf>,
     /// Print a verb's result as a JSON object (before the verb).
@@ -221,8 +221,17 @@ impl Cli {
     /// Parses the process's arguments with [`Cli::command_line`] (exits
     /// with clap's message on an error, or after `--help`).
     pub fn parse_args() -> Cli {
-        let mut matches = Cli::command_line().get_matches();
-        Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit())
+        Cli::command_line()
+            .try_get_matches()
+            .and_then(|mut matches| Cli::from_arg_matches_mut(&mut matches))
+            .unwrap_or_else(|e| {
+                // `--help` and `--version` print to stdout and exit 0.
+                if !e.use_stderr() {
+                    e.exit()
+                }
+                let _ = e.print();
+                std::process::exit(USAGE_ERROR.into())
+            })
     }
 
     /// The source the options name: `--source` (a `mark://` URL or a
@@ -349,12 +358,18 @@ pub async fn run(session: &Session, verb: Verb, write: bool) -> ToolText {
     }
 }
 
+/// The exit status of a command line the parser refuses (an unknown
+/// option, a missing argument): `EX_USAGE` of sysexits.h, apart from every
+/// verb's result.
+pub const USAGE_ERROR: u8 = 64;
+
 /// The exit status of a verb's result, the one rule of the README's "Exit
 /// codes" (MCP's `isError` is true exactly when it is 1): 0 when the call
 /// did what was asked (`unchanged` and a write preview included); 1 for a
 /// tool error, a write that was asked to apply and did not among them; 2 for
 /// a read the source answered with a status other than ok (`not-found`,
-/// `unauthorized`, `server-error`, …).
+/// `unauthorized`, `server-error`, …). A command line the parser refuses
+/// exits [`USAGE_ERROR`] before any verb runs.
 pub fn exit_code(result: &ToolText) -> u8 {
     const DID_WHAT_WAS_ASKED: [&str; 4] = ["ok", "unchanged", "preview", "created"];
     if result.is_error {

@@ -87,6 +87,7 @@ async fn run() -> Result<String, String> {
         stream_timeout: Duration::from_secs(10),
         max_connections: 4,
         max_streams: 64,
+        rate: None,
     };
     let listen = "127.0.0.1:0".parse().map_err(|e| format!("{e}"))?;
     let server = mark_server::serve_in_background(Arc::new(engine), listen, limits)

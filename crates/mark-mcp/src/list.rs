@@ -3,7 +3,7 @@
 use crate::envelope::{ToolText, bounded_lines};
 use crate::session::Session;
 use mark_proto::list::ListEntry;
-use mark_proto::{Request, Response, Verb};
+use mark_proto::{Request, Response, Status, Verb};
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
@@ -65,6 +65,16 @@ impl Completeness {
     }
 }
 
+/// Whether `path` answers a FETCH (a folder that is not one answered
+/// `not-found` to its LIST).
+async fn is_document(session: &Session, path: &str) -> bool {
+    let req = Request::new(Verb::Fetch, path);
+    session
+        .send(req)
+        .await
+        .is_ok_and(|r| matches!(r.status, Status::Ok | Status::Archived))
+}
+
 fn root() -> String {
     "/".to_string()
 }
@@ -77,6 +87,7 @@ pub async fn list(session: &Session, params: ListParams) -> ToolText {
 
 async fn list_page(session: &Session, params: ListParams) -> Result<ToolText, ToolText> {
     let mut dir = session.path_of(&params.url)?;
+    let named = (!dir.ends_with('/')).then(|| dir.clone());
     if !dir.ends_with('/') {
         dir.push('/');
     }
@@ -90,7 +101,18 @@ async fn list_page(session: &Session, params: ListParams) -> Result<ToolText, To
     {
         req = req.with_meta("cursor", c);
     }
-    let resp = session.send_ok(req).await?;
+    let resp = session.send(req).await?;
+    if resp.status != Status::Ok {
+        if let Some(doc) = named.filter(|_| resp.status == Status::NotFound)
+            && is_document(session, &doc).await
+        {
+            return Err(ToolText::new("not-found").with_text(format!(
+                "{doc} is a document, not a folder: read it with mark_fetch, or list its folder {}",
+                crate::crawl::parent_dir(&doc)
+            )));
+        }
+        return Err(crate::session::passthrough(&resp));
+    }
     let entries = mark_proto::list::parse(&resp.body).map_err(|e| {
         ToolText::error(format!(
             "the server's listing of {dir} is malformed ({e}); try again or report it"

@@ -704,7 +704,7 @@ pub fn passthrough(resp: &Response) -> ToolText {
     if resp.status == Status::Unauthorized {
         // The server's words name its wire field; say what the user sets.
         return t.with_text(
-            "the server needs a valid token for this: give mark-mcp one with --token-file FILE or the MARK_TOKEN environment variable",
+            "the server needs a valid token for this (none was given, or it is unknown or expired): give mark-mcp one with --token-file FILE or the MARK_TOKEN environment variable (or DEMARKUS_AUTH, as demarkus reads it)",
         );
     }
     if !line.is_empty() {

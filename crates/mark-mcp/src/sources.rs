@@ -3,16 +3,18 @@
 //! command line.
 
 use crate::cli::{Cli, SourceChoice};
+use crate::pace::{self, Pace};
 use crate::source::{Source, SourceError};
+use crate::token_file;
 use futures::future::BoxFuture;
-use mark_client::{Client, ClientConfig, Token, Trust, parse_fingerprint};
+use mark_client::{Client, ClientConfig, ClientError, Token, Trust, parse_fingerprint};
 use mark_proto::{MarkUrl, Request, Response};
 use mark_store::lookup::IndexStorage;
 use mark_store::{Engine, RootKind, StoreMode, TokenStore};
 use sha2::{Digest, Sha256};
 use std::path::Path;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Origin of the URLs of a local folder.
 pub const LOCAL_ORIGIN: &str = "mark://local";
@@ -149,26 +151,85 @@ impl Source for LocalSource {
     }
 }
 
-/// A Mark server over QUIC: one client, one connection reused.
+/// The longest wait for a server's QUIC handshake (within `--timeout`): a
+/// closed UDP port sends nothing back (no ICMP reaches QUIC), so a wrong
+/// host or port is said after this, not after the whole request deadline.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A Mark server over QUIC: one client, one connection reused, requests
+/// paced ([`crate::pace`]): at most [`pace::MAX_IN_FLIGHT`] at once, and
+/// once the server closes a stream without answering (over its request
+/// rate), one per interval after a pause; such a read is sent again at
+/// that pace up to [`pace::RESENDS`] times.
 pub struct RemoteSource {
     client: Client,
     url: MarkUrl,
+    pace: Mutex<Pace>,
+    in_flight: tokio::sync::Semaphore,
 }
 
 impl RemoteSource {
     /// A source for `host` (`mark://HOST[:PORT]`) with the given client.
     pub fn new(url: MarkUrl, client: Client) -> RemoteSource {
-        RemoteSource { client, url }
+        RemoteSource {
+            client,
+            url,
+            pace: Mutex::new(Pace::new()),
+            in_flight: tokio::sync::Semaphore::new(pace::MAX_IN_FLIGHT),
+        }
+    }
+
+    fn pace(&self) -> std::sync::MutexGuard<'_, Pace> {
+        self.pace.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits for the pace, then takes its turn.
+    async fn wait_turn(&self) -> Instant {
+        loop {
+            let now = Instant::now();
+            let ready = self.pace().ready_at(now);
+            if ready <= now {
+                self.pace().sent(now);
+                return now;
+            }
+            tokio::time::sleep_until(ready.into()).await;
+        }
     }
 }
 
 impl Source for RemoteSource {
     fn send(&self, req: Request) -> BoxFuture<'_, Result<Response, SourceError>> {
         Box::pin(async move {
-            Ok(self
-                .client
-                .request(self.url.host(), self.url.port(), req)
-                .await?)
+            // The semaphore is never closed.
+            let _slot = self.in_flight.acquire().await;
+            let resends = if req.verb.is_idempotent() {
+                pace::RESENDS
+            } else {
+                0
+            };
+            let mut sent = 0;
+            loop {
+                let asked = self.wait_turn().await;
+                let answer = self
+                    .client
+                    .request(self.url.host(), self.url.port(), req.clone())
+                    .await;
+                match answer {
+                    Err(ClientError::NoAnswer) => {
+                        self.pace().unanswered(asked, Instant::now());
+                        if sent == resends {
+                            return Err(ClientError::NoAnswer.into());
+                        }
+                        sent += 1;
+                    }
+                    answer => {
+                        if answer.is_ok() {
+                            self.pace().answered();
+                        }
+                        return Ok(answer?);
+                    }
+                }
+            }
         })
     }
 
@@ -181,9 +242,11 @@ impl Source for RemoteSource {
     }
 }
 
-/// Reads the token from `--token-file`, else `MARK_TOKEN`. Never logged.
-/// An empty `--token-file ''` (an unset plugin setting) names no file.
-fn token(cli: &Cli) -> Result<Option<String>, String> {
+/// Reads the token for `url`'s host from `--token-file` (a raw token, or
+/// demarkus' token store: see [`crate::token_file`]), else `MARK_TOKEN`,
+/// else `DEMARKUS_AUTH`. Never logged. An empty `--token-file ''` (an unset
+/// plugin setting) names no file.
+fn token(cli: &Cli, url: &MarkUrl) -> Result<Option<String>, String> {
     if let Some(file) = cli
         .token_file
         .as_ref()
@@ -191,17 +254,9 @@ fn token(cli: &Cli) -> Result<Option<String>, String> {
     {
         let text = std::fs::read_to_string(file)
             .map_err(|e| format!("cannot read the token file {}: {e}", file.display()))?;
-        let t = text.trim();
-        return if t.is_empty() {
-            Err(format!("the token file {} is empty", file.display()))
-        } else {
-            Ok(Some(t.to_string()))
-        };
+        return token_file::token_from_file(file, &text, url.host(), url.port()).map(Some);
     }
-    Ok(std::env::var("MARK_TOKEN")
-        .ok()
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty()))
+    Ok(token_file::token_from_env(|name| std::env::var(name).ok()))
 }
 
 /// Builds the source the options name. A token (`--token-file`,
@@ -230,8 +285,8 @@ pub fn from_cli(cli: &Cli) -> Result<Arc<dyn Source>, String> {
             );
         }
     };
-    let token = token(cli)?;
     let url = MarkUrl::parse(&host).map_err(|e| format!("--source: {e}"))?;
+    let token = token(cli, &url)?;
     // An empty `--pin ''` (an unset plugin setting) pins nothing.
     let pin = cli.pin.as_deref().map(str::trim).filter(|p| !p.is_empty());
     let trust = if cli.insecure {
@@ -247,6 +302,7 @@ pub fn from_cli(cli: &Cli) -> Result<Arc<dyn Source>, String> {
     let client = Client::new(ClientConfig {
         trust,
         token: token.map(Token::new),
+        connect_timeout: HANDSHAKE_TIMEOUT.min(cli.timeout),
         request_timeout: cli.timeout,
         max_response_bytes: cli.max_response_bytes,
         ..Default::default()

@@ -30,7 +30,7 @@ pub struct PublishParams {
     /// /path or mark://host/path of the document.
     pub url: String,
     /// The whole new markdown body (CLI: `-` reads stdin).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub body: String,
     /// The version you read (0 for a new document).
     #[arg(long)]
@@ -47,7 +47,7 @@ pub struct AppendParams {
     /// /path or mark://host/path of the document.
     pub url: String,
     /// Markdown to add at the end (CLI: `-` reads stdin).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub body: String,
     /// The version you read; omitted: the current one.
     #[arg(long)]
@@ -250,8 +250,10 @@ async fn preview_append(
     if expected != doc.version {
         return conflict(path, expected, doc.version, "append");
     }
-    // PROTOCOL.md: the new version is the current body, `\n`, the text.
-    let new = format!("{}\n{}", doc.body, params.body);
+    // The server's join (demarkus' and mark-server's: a line end only
+    // where the body lacks one), so the diff approved is the one applied.
+    let join = mark_proto::append::separator(doc.body.as_bytes());
+    let new = format!("{}{join}{}", doc.body, params.body);
     if let Err(t) = check_size(path, new.len()) {
         return t;
     }
@@ -346,10 +348,31 @@ async fn archive_unbounded(session: &Session, params: ArchiveParams, now: Instan
                 "nothing written: archive has no expected_version, so apply archives whatever version is current then; call again with apply: true",
             )
             .with_text(format!(
-                "{path} would leave listings; its versions stay readable at \"{path}/vN\"."
+                "{}; its versions stay readable at \"{path}/vN\".",
+                archived_listing(session, &path).await
             )),
         Ok(None) => missing(&path, "archive"),
         Err(t) => t,
+    }
+}
+
+/// What archiving `path` does to its folder's listing on the server in
+/// use, learned from one LIST of that folder: a server that pages LIST
+/// (mark-server, a folder) leaves archived documents out, one that does not
+/// (a March 2026 demarkus server) keeps listing them.
+async fn archived_listing(session: &Session, path: &str) -> String {
+    let dir = crate::crawl::parent_dir(path);
+    let req = Request::new(Verb::List, dir).with_meta("page-size", "1");
+    match session.send_ok(req).await {
+        Ok(resp) if crate::list::Completeness::of(&resp) == crate::list::Completeness::Unstated => {
+            format!(
+                "{path} would stay in the listing of {dir}: this server does not page LIST and lists archived documents (as a demarkus server does), though a FETCH of it answers `archived`"
+            )
+        }
+        Ok(_) => format!("{path} would leave the listing of {dir}"),
+        Err(_) => format!(
+            "{path} answers `archived` to a FETCH once archived; whether it leaves the listing of {dir} depends on the server (mark-server leaves it out, demarkus keeps it), and that listing could not be read"
+        ),
     }
 }
 
@@ -384,22 +407,29 @@ async fn write(session: &Session, path: &str, req: Request, verb: &str) -> ToolT
             if matches!(resp.status, Status::Unauthorized | Status::NotPermitted) {
                 let why = resp.error_message();
                 let why = why.lines().next().unwrap_or("").trim();
-                return refused(t, verb, path, why);
+                return refused(session, t, verb, path, why);
             }
             t.as_error()
         }
     }
 }
 
-/// A write the source refuses (or will refuse: a preview says so too).
-fn refused(t: ToolText, verb: &str, path: &str, why: &str) -> ToolText {
+/// A write the source refuses (or will refuse: a preview says so too),
+/// with the advice for the source in use: a server's token, or a folder's
+/// `--write` on a versioned store.
+fn refused(session: &Session, t: ToolText, verb: &str, path: &str, why: &str) -> ToolText {
     let why = if why.is_empty() {
         String::new()
     } else {
         format!(" ({why})")
     };
+    let advice = if session.source().origin() == crate::sources::LOCAL_ORIGIN {
+        "a local folder must be a versioned store opened with --write"
+    } else {
+        "this server needs a token with publish rights on this path (--token-file, MARK_TOKEN or DEMARKUS_AUTH)"
+    };
     t.with_text(format!(
-        "the source refused to {verb} {path}{why}; a server needs a token with publish rights (--token-file or MARK_TOKEN), a local folder must be a versioned store opened with --write"
+        "the source refused to {verb} {path}{why}; {advice}"
     ))
     .as_error()
 }
@@ -407,7 +437,13 @@ fn refused(t: ToolText, verb: &str, path: &str, why: &str) -> ToolText {
 /// The refusal a preview gives when the source is known to refuse writes.
 fn refuses(session: &Session, verb: &str, path: &str) -> Result<(), ToolText> {
     match session.source().refuses_writes() {
-        Some(why) => Err(refused(ToolText::new("not-permitted"), verb, path, why)),
+        Some(why) => Err(refused(
+            session,
+            ToolText::new("not-permitted"),
+            verb,
+            path,
+            why,
+        )),
         None => Ok(()),
     }
 }

@@ -363,7 +363,8 @@ fn read_verbs_change_no_byte_on_disk() {
 /// #14.13: the one exit-code rule (README "Exit codes"), for every verb
 /// against a real server that lets us write: 0 done (`unchanged` and a
 /// preview included), 1 a tool error (a write asked to apply that did not
-/// among them), 2 a read the source answered with a non-ok status.
+/// among them), 2 a read the source answered with a non-ok status, 64 a
+/// command line the parser refuses.
 #[test]
 fn every_verb_follows_the_one_exit_code_rule() {
     let server = support::PublishingServer::start(&kb());
@@ -420,6 +421,11 @@ fn every_verb_follows_the_one_exit_code_rule() {
             1,
         ),
         (&["append", "/small.md", "--body", "more"], 0),
+        // A list item is text to append, not an option (#28.6).
+        (&["append", "/small.md", "--body", "- item"], 0),
+        // A command line the parser refuses has its own code (#28.6).
+        (&["fetch"], 64),
+        (&["fetch", "/small.md", "--no-such-option"], 64),
         (&["append", "/brandnew.md", "--body", "more"], 1),
         (&["append", "/brandnew.md", "--body", "more", "--apply"], 1),
         (
@@ -649,4 +655,95 @@ fn names_differing_only_in_unicode_form_are_listed_once_with_a_note() {
     );
     let (fetched, ok) = run(&["--root", &root, "fetch", "/résumé.md"]);
     assert!(ok, "{fetched}");
+}
+
+/// #28.6: `list` of a document says it is one (and where its folder is),
+/// not that a folder of that name is missing; a missing name stays
+/// `not found`.
+#[test]
+fn listing_a_document_says_it_is_a_document() {
+    let server = support::PublishingServer::start(&kb());
+    let args = server.server.reader_args(&["list", "/small.md"]);
+    let out = run_once(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains(
+            "/small.md is a document, not a folder: read it with mark_fetch, or list its folder /"
+        ),
+        "{stdout}"
+    );
+    let out = run_once(server.server.reader_args(&["list", "/nope.md"]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("is a document"), "{stdout}");
+}
+
+/// #28.6: a write a server refuses gives a server's advice (a token), not
+/// a local folder's.
+#[test]
+fn a_write_refused_by_a_server_gives_no_local_folder_advice() {
+    let (_store, server) = support::serve_copy_of::<&str>(&kb(), &[]);
+    let args = server.reader_args(&["--write", "append", "/small.md", "--body", "- x", "--apply"]);
+    let out = run_once(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("needs a token with publish rights"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("local folder"), "{stdout}");
+}
+
+/// #28.5: `--token-file` pointed at demarkus' client token store
+/// (`~/.mark/tokens.toml`) reads the entry of the host in use; a store
+/// without one is refused in a sentence naming the hosts it has, never a
+/// token.
+#[test]
+fn a_demarkus_token_store_gives_the_token_of_the_host_in_use() {
+    let server = support::PublishingServer::start(&kb());
+    let raw = std::fs::read_to_string(&server.token_file).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("tokens.toml");
+    let port = server.server.addr.port();
+    std::fs::write(
+        &store,
+        format!(
+            "[\"docs.example:6309\"]\ntoken = \"other-secret\"\n\n[\"127.0.0.1:{port}\"]\ntoken = \"{}\"\n",
+            raw.trim()
+        ),
+    )
+    .unwrap();
+    let store_arg = store.display().to_string();
+    let write = |file: &str| {
+        run_once(server.server.reader_args(&[
+            "--write",
+            "--token-file",
+            file,
+            "append",
+            "/small.md",
+            "--body",
+            "- x",
+            "--apply",
+        ]))
+    };
+    let out = write(&store_arg);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("status: created"), "{stdout}");
+
+    std::fs::write(
+        &store,
+        "[\"docs.example:6309\"]\ntoken = \"other-secret\"\n",
+    )
+    .unwrap();
+    let out = write(&store_arg);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "with no entry for 127.0.0.1:{port} (it has docs.example:6309)"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("other-secret"), "{stderr}");
 }

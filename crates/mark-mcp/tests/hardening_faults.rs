@@ -50,12 +50,16 @@ async fn server_down_at_start_then_up() {
     server.kill();
 
     let mcp = Mcp::start(&args).await;
-    let (r, _) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
+    let (r, took) = fetch_within(&mcp, json!({"url": "/small.md"})).await;
     let message = one_line_error(&r);
     assert!(
         message.contains("Mark server is running"),
         "says what to check: {message}"
     );
+    // A closed UDP port answers nothing: the handshake deadline (5 s) says
+    // so, not the whole request deadline (15 s) (#28.6).
+    assert!(message.contains("within 5s"), "{message}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
 
     // Up on the same port with the same certificate: the next call connects.
     server.restart().unwrap();

@@ -300,3 +300,75 @@ fn the_cli_previews_unless_apply_and_json_gives_the_diff_as_a_field() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("conflict"), "{out}");
 }
+
+/// #28.3: the append preview joins as the server writes (demarkus' rule,
+/// mark-server's too: a line end only where the body lacks one), so the
+/// diff approved is the diff applied, for a body ending with a line end
+/// and for one without.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_preview_is_exactly_what_the_server_appends() {
+    let publishing = PublishingServer::start(&kb());
+    let server = &publishing.server;
+    let mcp = Mcp::start(&publishing.writer_args(&["--fresh-for", "0s"])).await;
+    mcp.publish("/plain.md", "# Ap\n\nText.", 0)
+        .await
+        .assert_created("1");
+    // The bodies as the server holds them, byte for byte.
+    let client = mark_client::Client::new(mark_client::ClientConfig {
+        trust: mark_client::Trust::Pin(server.fingerprint),
+        ..Default::default()
+    })
+    .unwrap();
+    let raw = |path: String| {
+        let client = client.clone();
+        async move {
+            let req = mark_proto::Request::new(mark_proto::Verb::Fetch, path);
+            let resp = client.request("127.0.0.1", server.addr.port(), req).await;
+            String::from_utf8(resp.unwrap().body).unwrap()
+        }
+    };
+    for (url, joined) in [
+        ("/small.md", "Tickets are sold on board.\n- x"),
+        ("/plain.md", "# Ap\n\nText.\n- x"),
+    ] {
+        let before = raw(format!("{url}/v1")).await;
+        let preview = mcp
+            .call("mark_append", json!({"url": url, "body": "- x"}))
+            .await;
+        assert_eq!(preview.status(), "preview", "{}", preview.text);
+        mcp.call(
+            "mark_append",
+            json!({"url": url, "body": "- x", "expected_version": 1, "apply": true}),
+        )
+        .await
+        .assert_created("2");
+        let after = raw(format!("{url}/v2")).await;
+        assert!(after.ends_with(joined), "{after:?}");
+        assert_eq!(
+            preview.body(),
+            expected_diff(url, 1, &before, &after),
+            "{url}"
+        );
+    }
+    mcp.stop().await;
+}
+
+/// #28.4: the archive preview says what the server in use does with its
+/// listings: mark-server (it pages LIST) leaves an archived document out;
+/// a server that does not page LIST (demarkus, replayed by
+/// `--unpaged-list`) keeps listing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_archive_preview_says_what_the_server_does_with_listings() {
+    let (_paged, paged) = support::serve_copy_of::<&str>(&kb(), &[]);
+    let (_unpaged, unpaged) = support::serve_copy_of(&kb(), &["--unpaged-list"]);
+    for (server, says) in [(&paged, "would leave"), (&unpaged, "would stay in")] {
+        let mcp = Mcp::start(&server.reader_args(&["--write"])).await;
+        let r = mcp
+            .call("mark_archive", json!({"url": "/notes/crew.md"}))
+            .await;
+        assert_eq!(r.status(), "preview", "{}", r.text);
+        let wanted = format!("/notes/crew.md {says} the listing of /notes/");
+        assert!(r.body().contains(&wanted), "{}", r.text);
+        mcp.stop().await;
+    }
+}

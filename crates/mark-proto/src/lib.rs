@@ -4,7 +4,7 @@
 //! ([`Request`], [`Response`], [`Status`], [`Verb`], [`Metadata`]), parses
 //! `mark://` URLs ([`MarkUrl`]) and reads and writes the bodies the protocol
 //! defines: LIST entries ([`list`]), VERSIONS lines ([`versions`]), LOOKUP
-//! tables ([`lookup`]) and error bodies ([`Response::error`],
+//! tables ([`lookup`]), what an APPEND writes ([`append`]) and error bodies ([`Response::error`],
 //! [`Response::error_message`]). Every parser is bounded and returns a
 //! [`WireError`] on bad input; none panics.
 //!
@@ -23,6 +23,7 @@
 //! assert_eq!(resp.meta("version"), Some("3"));
 //! ```
 
+pub mod append;
 mod error;
 pub mod list;
 pub mod lookup;

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use mark_server::{Handler, Limits, ServerIdentity};
+use mark_server::{Handler, Limits, Rate, ServerIdentity};
 use mark_store::lookup::IndexStorage;
 use mark_store::{Engine, Op, RootKind, StoreMode, TokenStore};
 use std::io::Write;
@@ -94,6 +94,15 @@ struct ServeArgs {
     /// `next-cursor`, whatever cursor was sent.
     #[arg(long, hide = true, conflicts_with = "unpaged_list")]
     looping_list: bool,
+    /// Test mode: limit each client address to RATE requests per second
+    /// (`50/s`), after a burst of --rate-burst, as a demarkus server does
+    /// (50/s, burst 100, with --max-streams 10): a stream over the rate is
+    /// closed without a byte and its slot is never freed.
+    #[arg(long, hide = true, value_name = "RATE", value_parser = Rate::parse_per_second)]
+    rate_limit: Option<f64>,
+    /// Test mode: the burst of --rate-limit (default: twice the rate per second).
+    #[arg(long, hide = true, requires = "rate_limit", value_name = "N")]
+    rate_burst: Option<f64>,
     /// Test mode: a FETCH of this path holds its engine call for an hour
     /// before answering, as a read on a hung file system would.
     #[arg(long, hide = true, value_name = "PATH")]
@@ -345,6 +354,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         stream_timeout: Duration::from_millis(args.stream_timeout_ms),
         max_connections: args.max_connections,
         max_streams: args.max_streams,
+        rate: args.rate_limit.map(|per_second| Rate {
+            per_second,
+            burst: args.rate_burst.unwrap_or(2.0 * per_second).max(1.0),
+        }),
     };
     let (unpaged_list, looping_list, all_words_lookup, no_lookup) = (
         args.unpaged_list,

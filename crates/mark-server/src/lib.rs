@@ -8,9 +8,11 @@
 //! from inside its own process.
 
 pub mod listener;
+pub mod rate;
 pub mod tls;
 
 pub use listener::{Handler, Limits, serve};
+pub use rate::Rate;
 pub use tls::{ServerIdentity, TlsSetupError};
 
 use mark_store::Engine;

@@ -5,11 +5,12 @@
 //! status` (`request - - -> status` when the bytes were no request). Metadata
 //! and bodies are never logged, so tokens never reach the log.
 
+use crate::rate::{Rate, RateLimiter};
 use mark_proto::{MAX_METADATA, MAX_REQUEST_LINE, Request, Response, Status, WireError};
 use quinn::{Endpoint, RecvStream, SendStream};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
@@ -30,6 +31,11 @@ pub struct Limits {
     pub max_connections: usize,
     /// Concurrent bidirectional streams per connection.
     pub max_streams: u32,
+    /// Requests per second per client address (`None`: no limit). A stream
+    /// over it is closed without a byte and its request is never read, so
+    /// its slot of [`Limits::max_streams`] stays taken for the rest of the
+    /// connection, as a demarkus server does (50/s, burst 100, 10 streams).
+    pub rate: Option<Rate>,
 }
 
 impl Limits {
@@ -67,6 +73,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let limiter = limits.rate.map(|rate| Arc::new(RateLimiter::new(rate)));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
@@ -81,8 +88,9 @@ pub async fn serve(
                 };
                 let handler = Arc::clone(&handler);
                 let stop = stop_rx.clone();
+                let limiter = limiter.clone();
                 connections.spawn(async move {
-                    serve_connection(incoming, handler, limits, stop).await;
+                    serve_connection(incoming, handler, limits, limiter, stop).await;
                     drop(slot);
                 });
             }
@@ -108,6 +116,7 @@ async fn serve_connection(
     incoming: quinn::Incoming,
     handler: Handler,
     limits: Limits,
+    limiter: Option<Arc<RateLimiter>>,
     mut stop: watch::Receiver<bool>,
 ) {
     let peer = incoming.remote_address();
@@ -131,9 +140,16 @@ async fn serve_connection(
     };
     debug!(%peer, "connection open");
     let mut streams = JoinSet::new();
+    // Streams over the rate: never read, so their slots stay taken.
+    let mut unanswered: Vec<RecvStream> = Vec::new();
     loop {
         tokio::select! {
             accepted = connection.accept_bi() => match accepted {
+                Ok((mut send, recv)) if limiter.as_ref().is_some_and(|l| !l.admit(peer.ip().to_canonical(), Instant::now())) => {
+                    info!("stream closed unanswered: {peer} is over the request rate");
+                    let _ = send.finish();
+                    unanswered.push(recv);
+                }
                 Ok((send, recv)) => {
                     let connection = connection.clone();
                     streams.spawn(serve_stream(connection, send, recv, Arc::clone(&handler), limits));

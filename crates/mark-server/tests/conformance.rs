@@ -505,7 +505,7 @@ async fn each_auth_outcome_has_its_status() {
         ("unknown token", Some("mark_0000000000000000"), "/guide/new.md", Status::Unauthorized),
         ("path outside its globs", Some(&t.guide_writer), "/index-2.md", Status::NotPermitted),
         ("operation not granted", Some(&t.private_reader), "/private/new.md", Status::NotPermitted),
-        ("expired token", Some(&t.expired), "/guide/new.md", Status::NotPermitted),
+        ("expired token (as demarkus)", Some(&t.expired), "/guide/new.md", Status::Unauthorized),
         ("granted", Some(&t.guide_writer), "/guide/new.md", Status::Created),
     ];
     for (case, token, path, status) in cases {
@@ -598,7 +598,7 @@ async fn expected_version_mismatch_is_a_conflict_naming_both_versions() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn append_needs_expected_version_and_a_body() {
+async fn append_needs_expected_version_and_a_body_and_joins_as_demarkus() {
     let fx = Fixture::start();
     let append = |expected: Option<&str>, body: &str| {
         let mut req = Request::new(Verb::Append, "/guide/setup.md")
@@ -618,10 +618,23 @@ async fn append_needs_expected_version_and_a_body() {
     let ok = fx.send(append(Some("1"), "Then reboot.\n")).await;
     assert_status(&ok, Status::Created);
     assert_eq!(ok.meta("version"), Some("2"));
+    // demarkus' join: the body ends with a line end, so none is added.
     let doc = fx.fetch("/guide/setup.md").await;
     assert_eq!(
         doc.text(),
-        Some("# Setup\n\nRun the installer.\n\nThen reboot.\n")
+        Some("# Setup\n\nRun the installer.\nThen reboot.\n")
+    );
+    // A body without one gets one.
+    let plain = fx.publish("/guide/plain.md", "# Ap\n\nText.").await;
+    assert_status(&plain, Status::Created);
+    let req = Request::new(Verb::Append, "/guide/plain.md")
+        .with_meta("auth", &fx.tokens.writer)
+        .with_meta("expected-version", "1")
+        .with_body("- x");
+    assert_status(&fx.send(req).await, Status::Created);
+    assert_eq!(
+        fx.fetch("/guide/plain.md").await.text(),
+        Some("# Ap\n\nText.\n- x")
     );
 }
 
@@ -1332,9 +1345,10 @@ async fn a_demarkus_token_file_is_read_and_named_on_stderr() {
         &send(&client, &server, publish(writer)).await,
         Status::Created,
     );
+    // Expired: unauthorized, as demarkus answers it.
     assert_status(
         &send(&client, &server, publish(expired)).await,
-        Status::NotPermitted,
+        Status::Unauthorized,
     );
     let log = server.log_lines().join("\n");
     assert!(
@@ -1499,4 +1513,54 @@ async fn a_stalled_read_answers_at_the_stream_timeout_and_sigterm_still_exits() 
     );
     let exit = tokio::task::block_in_place(|| terminate(&mut server));
     assert!(exit.success(), "exit after SIGTERM: {exit}");
+}
+
+// ------------------------------------------------------- rate-limit stand-in
+
+/// `--rate-limit` answers as demarkus over its rate: a stream past the
+/// burst is closed without a byte (the client's `NoAnswer`), its slot of
+/// `--max-streams` never freed; the client moves to a new connection, so
+/// more refusals than the connection has slots never stall it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_rate_a_stream_closes_unanswered_and_the_client_is_never_stalled() {
+    let fx = Fixture::start_with(&[
+        "--rate-limit",
+        "1/s",
+        "--rate-burst",
+        "3",
+        "--max-streams",
+        "2",
+    ]);
+    let port = fx.server.addr.port();
+    let mut answered = 0;
+    let mut unanswered = 0;
+    let started = std::time::Instant::now();
+    // Three times the connection's slots, one after another.
+    for _ in 0..6 {
+        match tokio::time::timeout(
+            Duration::from_secs(5),
+            fx.client
+                .request("127.0.0.1", port, Request::new(Verb::Fetch, "/index.md")),
+        )
+        .await
+        .expect("a request over the rate was stalled, not refused")
+        {
+            Ok(resp) => {
+                assert_status(&resp, Status::Ok);
+                answered += 1;
+            }
+            Err(mark_client::ClientError::NoAnswer) => unanswered += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!((answered, unanswered), (3, 3));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        fx.server
+            .log_lines()
+            .iter()
+            .filter(|l| l.contains("stream closed unanswered: 127.0.0.1"))
+            .count(),
+        3
+    );
 }

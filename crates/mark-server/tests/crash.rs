@@ -157,7 +157,13 @@ async fn write_until_killed(
         let (request, content) = match append_to {
             Some(current) => (
                 Request::new(Verb::Append, doc.path).with_body(line.clone()),
-                format!("{current}\n{line}"),
+                // The APPEND join rule (demarkus'): a line end only where
+                // the body lacks one.
+                String::from_utf8(mark_proto::append::appended(
+                    current.as_bytes(),
+                    line.as_bytes(),
+                ))
+                .unwrap(),
             ),
             None => {
                 let body = format!("# {label}\n\n{line}");

@@ -64,10 +64,11 @@ impl Op {
 /// Why a request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Denial {
-    /// No token, or a token the store does not know: `unauthorized`.
+    /// No token, a token the store does not know, or one that has expired:
+    /// `unauthorized` (as demarkus answers an expired token).
     Unauthorized,
-    /// A known token that does not grant this operation on this path, or
-    /// has expired: `not-permitted`.
+    /// A live token that does not grant this operation on this path:
+    /// `not-permitted`.
     NotPermitted,
 }
 
@@ -318,18 +319,17 @@ impl TokenStore {
         };
         let hash = hash_token(raw);
         let now = unix_seconds(now);
-        let mut known = false;
+        let mut live = false;
         let mut allowed = false;
         // Every grant is compared, so timing does not reveal which matched.
         for g in &self.grants {
-            if constant_time_eq(&g.hash, &hash) {
-                known = true;
-                let live = g.expires.is_none_or(|e| now < e);
-                allowed |=
-                    live && g.ops.contains(&op) && g.paths.iter().any(|p| glob_matches(p, path));
+            if constant_time_eq(&g.hash, &hash) && g.expires.is_none_or(|e| now < e) {
+                live = true;
+                allowed |= g.ops.contains(&op) && g.paths.iter().any(|p| glob_matches(p, path));
             }
         }
-        match (known, allowed) {
+        match (live, allowed) {
+            // Unknown and expired alike, as demarkus answers them.
             (false, _) => Err(Denial::Unauthorized),
             (true, false) => Err(Denial::NotPermitted),
             (true, true) => Ok(()),
@@ -475,8 +475,8 @@ mod tests {
         );
         assert_eq!(
             s.check(Some("secret"), &p, Op::Publish, now),
-            Err(Denial::NotPermitted),
-            "expired"
+            Err(Denial::Unauthorized),
+            "expired, as demarkus answers it"
         );
         let early = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         assert_eq!(s.check(Some("secret"), &p, Op::Publish, early), Ok(()));
@@ -570,7 +570,7 @@ mod tests {
         assert_eq!(store.check(Some("pub"), &doc, Op::Publish, early), Ok(()));
         assert_eq!(
             store.check(Some("pub"), &doc, Op::Publish, late),
-            Err(Denial::NotPermitted),
+            Err(Denial::Unauthorized),
             "expired"
         );
         assert_eq!(

@@ -90,11 +90,11 @@ fn denial(d: Denial) -> Response {
         Denial::Unauthorized => Response::error(
             Status::Unauthorized,
             "Unauthorized",
-            "This request needs a valid token; give your client one (mark-mcp: --token-file FILE or MARK_TOKEN).",
+            "This request needs a valid token (none was given, or it is unknown or expired); give your client one (mark-mcp: --token-file FILE or MARK_TOKEN).",
         ),
-        Denial::NotPermitted => not_permitted(
-            "The token does not grant this operation on this path, or it has expired.",
-        ),
+        Denial::NotPermitted => {
+            not_permitted("The token does not grant this operation on this path.")
+        }
     }
 }
 
@@ -669,10 +669,8 @@ impl Engine {
             if expected != current.version {
                 return Err(conflict(expected, current.version));
             }
-            let mut content = Vec::with_capacity(current.body().len() + 1 + req.body.len());
-            content.extend_from_slice(current.body());
-            content.push(b'\n');
-            content.extend_from_slice(&req.body);
+            // demarkus' join: a line end only where the body lacks one.
+            let content = mark_proto::append::appended(current.body(), &req.body);
             Ok(Step::Write(Cow::Owned(content)))
         })
     }
