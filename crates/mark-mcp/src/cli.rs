@@ -55,12 +55,14 @@ pub struct Cli {
     /// Memory for cached documents (64MiB, 1MB, or bytes).
     #[arg(long, global = true, default_value = "64MiB", value_name = "BYTES", value_parser = parse_bytes)]
     pub cache_bytes: usize,
-    /// Markdown whose search index (--root) stays in memory; over it the
-    /// index is on disk, memory-mapped, in --index-dir (0: always).
-    #[arg(long, global = true, default_value = "16MiB", value_name = "BYTES", value_parser = parse_bytes)]
+    /// Markdown whose search index (--root) is built in memory at each
+    /// start; over it the index is kept in --index-dir and a later process
+    /// reads only what changed (0: always kept).
+    #[arg(long, global = true, default_value = "1MiB", value_name = "BYTES", value_parser = parse_bytes)]
     pub index_ram_bytes: usize,
-    /// Folder for an on-disk search index (default: ~/.cache/mark-mcp, or
-    /// under $XDG_CACHE_HOME).
+    /// Cache folder for kept search indexes, one folder per source, shared
+    /// with mark-server (default: ~/.cache/mark, or under $XDG_CACHE_HOME;
+    /// '' keeps none).
     #[arg(long, global = true, value_name = "DIR")]
     pub index_dir: Option<PathBuf>,
     /// Serve a cached document without asking the source if validated this recently.

@@ -217,7 +217,6 @@ pub fn from_cli(cli: &Cli) -> Result<Arc<dyn Source>, String> {
                 .engine
                 .set_index_storage(IndexStorage::in_folder_or_cache(
                     cli.index_dir.clone(),
-                    "mark-mcp",
                     cli.index_ram_bytes as u64,
                 ));
             return Ok(Arc::new(source));

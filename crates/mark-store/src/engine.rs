@@ -300,15 +300,15 @@ impl Engine {
             Verb::Archive => self.archive(req, &path, now),
         };
         if matches!(req.verb, Verb::Publish | Verb::Append | Verb::Archive) && reply.is_ok() {
-            self.index_write(&path);
+            self.index_write(&path, now);
         }
         reply.unwrap_or_else(|e| e)
     }
 
     /// Brings the LOOKUP index up to date after a write to `doc`, so that
     /// searches see it at once without walking the store.
-    fn index_write(&self, doc: &SafePath) {
-        if let Err(e) = lock(&self.catalog).document_changed(&self.store, doc) {
+    fn index_write(&self, doc: &SafePath, now: SystemTime) {
+        if let Err(e) = lock(&self.catalog).document_changed(&self.store, doc, now) {
             tracing::warn!(document = %doc.decoded(), error = %e, "cannot index a written document");
         }
     }
