@@ -63,7 +63,7 @@ pub struct Cli {
     /// Cache folder for kept search indexes, one folder per source, shared
     /// with mark-server (default: ~/.cache/mark, or under $XDG_CACHE_HOME;
     /// '' keeps none).
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR", value_parser = mark_store::lookup::IndexStorage::parse_folder)]
     pub index_dir: Option<PathBuf>,
     /// Serve a cached document without asking the source if validated this recently.
     #[arg(long, global = true, default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]

@@ -75,7 +75,7 @@ struct ServeArgs {
     /// Cache folder for kept LOOKUP indexes, one folder per source, shared
     /// with mark-mcp (default: ~/.cache/mark, or under $XDG_CACHE_HOME;
     /// '' keeps none).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = IndexStorage::parse_folder)]
     index_dir: Option<PathBuf>,
     /// Test mode: answer LIST as servers from before LIST paging (a March
     /// 2026 demarkus server): paging keys ignored, no `complete` and no

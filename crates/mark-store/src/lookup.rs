@@ -665,6 +665,12 @@ impl IndexStorage {
             .map(|cache| cache.join("mark"))
     }
 
+    /// Reads an `--index-dir` value as it is, `''` included (which keeps
+    /// nothing: see [`IndexStorage::in_folder_or_cache`]).
+    pub fn parse_folder(value: &str) -> Result<PathBuf, std::convert::Infallible> {
+        Ok(PathBuf::from(value))
+    }
+
     /// The storage under `folder`, else under [`IndexStorage::default_folder`];
     /// `None` (always in RAM, nothing persisted) for an empty `folder`
     /// (`--index-dir ''`) or when no cache folder is known.
