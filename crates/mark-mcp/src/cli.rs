@@ -161,6 +161,13 @@ pub enum Verb {
     /// result sizes, unchanged answers, markdown read around mark-mcp
     /// (--root DIR: only reads under it).
     Usage(UsageArgs),
+    /// The search index kept for --root between sessions: its folder, size,
+    /// documents and last update (--clear removes it).
+    Index {
+        /// Remove it (the next lookup builds it again).
+        #[arg(long)]
+        clear: bool,
+    },
     /// Serve the bundled knowledge base over QUIC on 127.0.0.1 inside this
     /// process and run a short orientation through an MCP client (needs no
     /// --root or --host, and no files beside the binary).
@@ -345,8 +352,8 @@ pub async fn run(session: &Session, verb: Verb, write: bool) -> ToolText {
             hook: HookCommand::SessionStart,
         } => crate::hook::session_start(session, &crate::hook::stdin_event(), now).await,
         // They start their own server: `main` runs them before any source.
-        Verb::Demo | Verb::Tools { .. } | Verb::Usage(_) => ToolText::error(
-            "demo, tools and usage need no source; run them as `mark-mcp demo`, `mark-mcp tools` or `mark-mcp usage`.",
+        Verb::Demo | Verb::Tools { .. } | Verb::Usage(_) | Verb::Index { .. } => ToolText::error(
+            "demo, tools, usage and index run before any source; run them as `mark-mcp demo`, `mark-mcp tools`, `mark-mcp usage` or `mark-mcp --root DIR index`.",
         ),
     }
 }

@@ -60,6 +60,18 @@ async fn run(mut cli: Cli) -> ExitCode {
             }
             return ExitCode::SUCCESS;
         }
+        Some(Verb::Index { clear }) => {
+            return match sources::kept_index(&cli, *clear) {
+                Ok(text) => {
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("mark-mcp: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         Some(Verb::Usage(args)) => {
             let tools = MarkServer::tool_cards()
                 .into_iter()

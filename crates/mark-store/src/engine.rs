@@ -246,6 +246,13 @@ impl Engine {
         lock(&self.catalog).set_storage(storage);
     }
 
+    /// What is kept of LOOKUP's index of this store between processes
+    /// (`None`: nothing is kept, see [`Engine::set_index_storage`]); with
+    /// `clear`, it is removed (the next LOOKUP builds it again).
+    pub fn kept_index(&self, clear: bool) -> std::io::Result<Option<crate::lookup::KeptIndex>> {
+        lock(&self.catalog).kept_index(&self.store, clear)
+    }
+
     /// Sets the server name shown in the generated agent manifest (default:
     /// the root folder's name).
     pub fn with_name(mut self, name: impl Into<String>) -> Engine {

@@ -42,6 +42,8 @@
 mod catalog_file;
 mod persisted;
 
+pub use persisted::KeptIndex;
+
 use crate::clock::parse_time_or_date;
 use crate::paths::SafePath;
 use crate::store::{Stamp, Store};

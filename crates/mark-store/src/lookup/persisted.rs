@@ -383,3 +383,63 @@ fn remove_catalogs_but(folder: &Path, keep: Option<&str>) {
         }
     }
 }
+
+/// What is kept of a source's index (see [`Catalog::kept_index`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptIndex {
+    /// The source's folder in the cache folder.
+    pub folder: PathBuf,
+    /// Whether the folder exists.
+    pub exists: bool,
+    /// Bytes of its files.
+    pub bytes: u64,
+    /// Documents its last commit holds (`None`: no readable commit).
+    pub documents: Option<usize>,
+    /// When its last commit was written (RFC 3339, UTC).
+    pub updated: Option<String>,
+}
+
+impl Catalog {
+    /// What is kept of the index of the store at `root` (`None`: this
+    /// engine keeps none, `--index-dir ''`); with `clear`, removed first
+    /// (once no other process is updating it, waiting [`LOCK_WAIT`] at
+    /// most), and what was there is reported.
+    pub(crate) fn kept_index(&self, store: &Store, clear: bool) -> io::Result<Option<KeptIndex>> {
+        let Some(storage) = &self.storage else {
+            return Ok(None);
+        };
+        let folder = source_folder(&storage.folder, store.root(), store.mode(), None);
+        let mut kept = KeptIndex {
+            exists: folder.is_dir(),
+            folder,
+            bytes: 0,
+            documents: None,
+            updated: None,
+        };
+        if !kept.exists {
+            return Ok(Some(kept));
+        }
+        for entry in std::fs::read_dir(&kept.folder)?.flatten() {
+            kept.bytes += entry.metadata().map_or(0, |m| m.len());
+        }
+        if kept.folder.join("meta.json").is_file() {
+            let mut index = TextIndex::open_or_create(&kept.folder)?;
+            if let Some(name) = index.reload()? {
+                let catalog = kept.folder.join(name);
+                kept.updated = std::fs::metadata(&catalog)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .map(|at| crate::clock::format_rfc3339(crate::clock::unix_seconds(at)));
+                kept.documents = catalog_file::read(&catalog, |id| index.field(id))
+                    .ok()
+                    .map(|saved| saved.docs.len());
+            }
+        }
+        if clear {
+            let index = TextIndex::create_over(&kept.folder, LOCK_WAIT)?;
+            drop(index);
+            std::fs::remove_dir_all(&kept.folder)?;
+        }
+        Ok(Some(kept))
+    }
+}
