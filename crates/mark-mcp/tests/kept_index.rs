@@ -218,3 +218,41 @@ fn sessions_killed_while_updating_leave_an_index_the_next_one_uses() {
 fn fifty_sessions_killed_while_updating_leave_an_index_the_next_one_uses() {
     killed_sessions_leave_a_usable_index(50);
 }
+
+/// Item 6: `mark-server --root` keeps its index in the same cache folder as
+/// `mark-mcp --root` (one folder for the source, shared), and a restarted
+/// server answers its first LOOKUP from it as before the restart.
+#[test]
+fn mark_server_shares_the_index_and_answers_the_same_after_a_restart() {
+    let cache = tempfile::tempdir().unwrap();
+    let kept = cache.path().display().to_string();
+    let vault = tempfile::tempdir().unwrap();
+    mark_testkit::write_vault(vault.path(), 120).unwrap();
+    let mut server = mark_testkit::MarkServerProcess::start(
+        vault.path(),
+        &["--flat", "--index-ram-bytes", "0", "--index-dir", &kept],
+    )
+    .unwrap();
+    let over_server = |server: &mark_testkit::MarkServerProcess| {
+        let mut args = server.reader_args(&[]);
+        args.extend(["lookup", "harbour part", "--read", "0"].map(String::from));
+        let out = run_once(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let before = over_server(&server);
+    assert!(before.contains("Topic"), "{before}");
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 1);
+    answers(vault.path(), &kept);
+    assert_eq!(
+        std::fs::read_dir(cache.path()).unwrap().count(),
+        1,
+        "mark-mcp --root uses the server's folder"
+    );
+    server.restart().unwrap();
+    assert_eq!(over_server(&server), before, "after a restart");
+}
