@@ -27,29 +27,27 @@ const QUERIES: [&[&str]; 3] = [
     &["lookup", "callback error stream", "--read", "0"],
 ];
 
-/// What `mark-mcp --root ROOT --index-dir DIR …` prints for each query (the
-/// index kept whatever its size: `--index-ram-bytes 0`).
+/// What `mark-mcp --root ROOT --index-dir DIR VERB…` prints (the index
+/// kept whatever its size: `--index-ram-bytes 0`); it must succeed.
+fn run_kept(root: &Path, index_dir: &str, verb: &[&str]) -> String {
+    let root = root.display().to_string();
+    let mut args = vec!["--root", &root, "--index-ram-bytes", "0"];
+    args.extend(["--index-dir", index_dir]);
+    args.extend(verb);
+    let out = run_once(&args);
+    assert!(
+        out.status.success(),
+        "{verb:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// What each query prints.
 fn answers(root: &Path, index_dir: &str) -> Vec<String> {
     QUERIES
         .iter()
-        .map(|q| {
-            let mut args = vec![
-                "--root".to_string(),
-                root.display().to_string(),
-                "--index-ram-bytes".into(),
-                "0".into(),
-                "--index-dir".into(),
-                index_dir.to_string(),
-            ];
-            args.extend(q.iter().map(|a| a.to_string()));
-            let out = run_once(&args);
-            assert!(
-                out.status.success(),
-                "{q:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8(out.stdout).unwrap()
-        })
+        .map(|q| run_kept(root, index_dir, q))
         .collect()
 }
 
@@ -117,24 +115,11 @@ fn the_index_verb_shows_and_clears_what_is_kept() {
     let cache = tempfile::tempdir().unwrap();
     let vault = tempfile::tempdir().unwrap();
     mark_testkit::write_vault(vault.path(), 40).unwrap();
+    let dir = cache.path().to_str().unwrap();
     let verb = |extra: &[&str]| {
-        let mut args = vec![
-            "--root",
-            vault.path().to_str().unwrap(),
-            "--index-ram-bytes",
-            "0",
-            "--index-dir",
-            cache.path().to_str().unwrap(),
-            "index",
-        ];
+        let mut args = vec!["index"];
         args.extend(extra);
-        let out = run_once(&args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        run_kept(vault.path(), dir, &args)
     };
     assert!(
         verb(&[]).starts_with("No search index is kept for "),

@@ -384,7 +384,7 @@ fn remove_catalogs_but(folder: &Path, keep: Option<&str>) {
     }
 }
 
-/// What is kept of a source's index (see [`Catalog::kept_index`]).
+/// What is kept of a source's index between processes (`Engine::kept_index`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeptIndex {
     /// The source's folder in the cache folder.
