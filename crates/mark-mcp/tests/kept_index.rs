@@ -241,3 +241,34 @@ fn mark_server_shares_the_index_and_answers_the_same_after_a_restart() {
     server.restart().unwrap();
     assert_eq!(over_server(&server), before, "after a restart");
 }
+
+/// DESIGN.md wave-3 rule 8: the SessionStart hook's process never builds
+/// or writes the index, even over a folder whose index would be kept.
+#[test]
+fn the_session_start_hook_writes_no_index() {
+    let cache = tempfile::tempdir().unwrap();
+    let vault = tempfile::tempdir().unwrap();
+    mark_testkit::write_vault(vault.path(), 40).unwrap();
+    std::fs::write(
+        vault.path().join("index.md"),
+        "# Vault\n\nSee [[Topic 00001 field notes]].\n",
+    )
+    .unwrap();
+    let out = run_once([
+        "--root",
+        vault.path().to_str().unwrap(),
+        "--index-ram-bytes",
+        "0",
+        "--index-dir",
+        cache.path().to_str().unwrap(),
+        "hook",
+        "session-start",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Vault"));
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 0);
+}
