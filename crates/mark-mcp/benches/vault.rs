@@ -6,9 +6,12 @@
 //! and measures from each start: the first `mark_explore` card of a hub note
 //! (it waits for the crawl of the whole vault: `graph complete`) and a warm
 //! card (another note's, graph built; median of 5), then, in the second process,
-//! the first `mark_lookup` (the search index of the whole vault is built);
-//! and the resident memory (VmRSS) after the cards, and after the lookup
-//! and a card (index and graph), with its peak (VmHWM).
+//! the first `mark_lookup` (the search index of the whole vault is built in
+//! memory, `--index-dir ''`); and the resident memory (VmRSS) after the
+//! cards, and after the lookup and a card (index and graph), with its peak
+//! (VmHWM). Two more processes measure the kept index (issue 29): the first
+//! `mark_lookup` of a process that builds and keeps it (a new `--index-dir`
+//! each round), then of the next process, which reads it.
 //!
 //! Linux only (`/proc`). Run with `cargo bench -p mark-mcp --bench vault`
 //! (`SAMPLES=N` rounds per vault, 3 by default); without `--bench` one round
@@ -35,14 +38,35 @@ struct Round {
     graph_rss: u64,
     rss: u64,
     peak: u64,
+    /// The first lookup of a process that builds the index and keeps it.
+    kept_build: Duration,
+    /// The first lookup of the next process, which reads the kept index.
+    kept_read: Duration,
 }
 
-async fn start(vault: &Path) -> McpSession {
+/// `mark-mcp --root VAULT --index-dir INDEX_DIR` (`''`: nothing kept).
+async fn start(vault: &Path, index_dir: &str) -> McpSession {
     let command = ServerCommand::new(
         env!("CARGO_BIN_EXE_mark-mcp"),
-        ["--root", vault.to_str().unwrap()],
+        ["--root", vault.to_str().unwrap(), "--index-dir", index_dir],
     );
     McpSession::start(&command).await.unwrap()
+}
+
+/// The first lookup of a new process, for a note's own name (its catalog
+/// row, its title, comes first).
+async fn first_lookup(vault: &Path, index_dir: &str, notes: usize) -> (Duration, McpSession) {
+    let mut session = start(vault, index_dir).await;
+    let wanted = vault_note_name(notes / 2);
+    let took = session
+        .timed_call(
+            "mark_lookup",
+            json!({ "query": wanted }),
+            &format!("{}.md", wanted.replace(' ', "%20")),
+        )
+        .await
+        .unwrap();
+    (took, session)
 }
 
 /// The path of note `i` (note 0 is a hub).
@@ -59,10 +83,11 @@ async fn card(session: &mut McpSession, i: usize) -> Duration {
         .unwrap()
 }
 
-/// Two processes, each measured from its start: the first card (and warm
-/// ones), then the first lookup (and a card, for the memory of both).
+/// Four processes, each measured from its start: the first card (and warm
+/// ones); the first lookup in memory (and a card, for the memory of both);
+/// the first lookup building a kept index, then reading it.
 async fn round(vault: &Path, notes: usize) -> Round {
-    let mut session = start(vault).await;
+    let mut session = start(vault, "").await;
     let first_card = card(&mut session, 0).await;
     let mut warm = Vec::new();
     for i in 1..=WARM_CARDS {
@@ -71,23 +96,21 @@ async fn round(vault: &Path, notes: usize) -> Round {
     let (graph_rss, _) = resident_kib(session.pid().unwrap()).unwrap();
     session.close().await;
 
-    let mut session = start(vault).await;
-    // A note's own name: its catalog row (its title) comes first.
-    let wanted = vault_note_name(notes / 2);
-    let first_lookup = session
-        .timed_call(
-            "mark_lookup",
-            json!({ "query": wanted }),
-            &format!("{}.md", wanted.replace(' ', "%20")),
-        )
-        .await
-        .unwrap();
+    let (in_memory, mut session) = first_lookup(vault, "", notes).await;
     card(&mut session, 0).await;
     let (rss, peak) = resident_kib(session.pid().unwrap()).unwrap();
     session.close().await;
+    let kept = tempfile::tempdir().unwrap();
+    let kept = kept.path().to_str().unwrap();
+    let (building, session) = first_lookup(vault, kept, notes).await;
+    session.close().await;
+    let (reading, session) = first_lookup(vault, kept, notes).await;
+    session.close().await;
     Round {
         first_card,
-        first_lookup,
+        first_lookup: in_memory,
+        kept_build: building,
+        kept_read: reading,
         warm_card: median(warm),
         graph_rss,
         rss,
@@ -140,6 +163,8 @@ fn main() {
                 column(|r| r.first_card),
                 column(|r| r.first_lookup),
                 column(|r| r.warm_card),
+                column(|r| r.kept_build),
+                column(|r| r.kept_read),
             ],
             [kib(|r| r.graph_rss), kib(|r| r.rss), kib(|r| r.peak)],
         ));
@@ -147,15 +172,17 @@ fn main() {
     let mib = |kib: u64| kib as f64 / 1024.0;
     println!("{rounds} rounds per vault, medians (each round a new mark-mcp --root VAULT):");
     println!(
-        "| notes | markdown | first card (full crawl) | first lookup (index built) | warm card | RSS, cards only | RSS, lookup and card | peak RSS |"
+        "| notes | markdown | first card (full crawl) | first lookup (index built in memory) | first lookup (index built and kept) | first lookup (index kept) | warm card | RSS, cards only | RSS, lookup and card | peak RSS |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (notes, bytes, [card, lookup, warm], [graph, rss, peak]) in &rows {
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (notes, bytes, [card, lookup, warm, build, read], [graph, rss, peak]) in &rows {
         println!(
-            "| {notes} | {:.1} MB | {:.2} s | {:.2} s | {:.1} ms | {:.1} MiB | {:.1} MiB | {:.1} MiB |",
+            "| {notes} | {:.1} MB | {:.2} s | {:.2} s | {:.2} s | {:.0} ms | {:.1} ms | {:.1} MiB | {:.1} MiB | {:.1} MiB |",
             *bytes as f64 / 1e6,
             card.as_secs_f64(),
             lookup.as_secs_f64(),
+            build.as_secs_f64(),
+            read.as_secs_f64() * 1000.0,
             warm.as_secs_f64() * 1000.0,
             mib(*graph),
             mib(*rss),

@@ -55,13 +55,15 @@ pub struct Cli {
     /// Memory for cached documents (64MiB, 1MB, or bytes).
     #[arg(long, global = true, default_value = "64MiB", value_name = "BYTES", value_parser = parse_bytes)]
     pub cache_bytes: usize,
-    /// Markdown whose search index (--root) stays in memory; over it the
-    /// index is on disk, memory-mapped, in --index-dir (0: always).
-    #[arg(long, global = true, default_value = "16MiB", value_name = "BYTES", value_parser = parse_bytes)]
+    /// Markdown whose search index (--root) is built in memory at each
+    /// start; over it the index is kept in --index-dir and a later process
+    /// reads only what changed (0: always kept).
+    #[arg(long, global = true, default_value = "1MiB", value_name = "BYTES", value_parser = parse_bytes)]
     pub index_ram_bytes: usize,
-    /// Folder for an on-disk search index (default: ~/.cache/mark-mcp, or
-    /// under $XDG_CACHE_HOME).
-    #[arg(long, global = true, value_name = "DIR")]
+    /// Cache folder for kept search indexes, one folder per source, shared
+    /// with mark-server (default: ~/.cache/mark, or under $XDG_CACHE_HOME;
+    /// '' keeps none).
+    #[arg(long, global = true, value_name = "DIR", value_parser = mark_store::lookup::IndexStorage::parse_folder)]
     pub index_dir: Option<PathBuf>,
     /// Serve a cached document without asking the source if validated this recently.
     #[arg(long, global = true, default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]
@@ -159,6 +161,13 @@ pub enum Verb {
     /// result sizes, unchanged answers, markdown read around mark-mcp
     /// (--root DIR: only reads under it).
     Usage(UsageArgs),
+    /// The search index kept for --root between sessions: its folder, size,
+    /// documents and last update (--clear removes it).
+    Index {
+        /// Remove it (the next lookup builds it again).
+        #[arg(long)]
+        clear: bool,
+    },
     /// Serve the bundled knowledge base over QUIC on 127.0.0.1 inside this
     /// process and run a short orientation through an MCP client (needs no
     /// --root or --host, and no files beside the binary).
@@ -352,8 +361,8 @@ pub async fn run(session: &Session, verb: Verb, write: bool) -> ToolText {
             hook: HookCommand::SessionStart,
         } => crate::hook::session_start(session, &crate::hook::stdin_event(), now).await,
         // They start their own server: `main` runs them before any source.
-        Verb::Demo | Verb::Tools { .. } | Verb::Usage(_) => ToolText::error(
-            "demo, tools and usage need no source; run them as `mark-mcp demo`, `mark-mcp tools` or `mark-mcp usage`.",
+        Verb::Demo | Verb::Tools { .. } | Verb::Usage(_) | Verb::Index { .. } => ToolText::error(
+            "demo, tools, usage and index run before any source; run them as `mark-mcp demo`, `mark-mcp tools`, `mark-mcp usage` or `mark-mcp --root DIR index`.",
         ),
     }
 }

@@ -23,16 +23,7 @@ fn main() -> ExitCode {
     if let Some(Verb::Open(args)) = &cli.verb
         && let Some(result) = cli::open_file(args)
     {
-        return match result {
-            Ok(text) => {
-                print!("{text}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("mark-mcp: {e}");
-                ExitCode::FAILURE
-            }
-        };
+        return printed(result);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -47,6 +38,20 @@ fn main() -> ExitCode {
     runtime.block_on(run(cli))
 }
 
+/// A verb's text on stdout, or its error on stderr with a failing exit.
+fn printed(result: Result<String, String>) -> ExitCode {
+    match result {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mark-mcp: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 async fn run(mut cli: Cli) -> ExitCode {
     // These need no source (the demo starts its own server and session).
     match &cli.verb {
@@ -59,6 +64,9 @@ async fn run(mut cli: Cli) -> ExitCode {
                 print!("{}", reasons::to_markdown(&cards));
             }
             return ExitCode::SUCCESS;
+        }
+        Some(Verb::Index { clear }) => {
+            return printed(sources::kept_index(&cli, *clear));
         }
         Some(Verb::Usage(args)) => {
             let tools = MarkServer::tool_cards()

@@ -259,24 +259,70 @@ fn token(cli: &Cli, url: &MarkUrl) -> Result<Option<String>, String> {
     Ok(token_file::token_from_env(|name| std::env::var(name).ok()))
 }
 
+/// The folder source at `root` as the options set it up: its deadline,
+/// its index's re-check and where its index is kept.
+pub fn local(cli: &Cli, root: &Path) -> Result<LocalSource, String> {
+    let source = LocalSource::open(root, cli.write)?.with_deadline(cli.timeout);
+    // Files edited behind the engine's back are searched after at most
+    // the time a fetched document is trusted.
+    source.engine.set_index_recheck(cli.fresh_for);
+    source
+        .engine
+        .set_index_storage(IndexStorage::in_folder_or_cache(
+            cli.index_dir.clone(),
+            cli.index_ram_bytes as u64,
+        ));
+    Ok(source)
+}
+
+/// The `index` verb: what is kept of `--root`'s search index between
+/// sessions (folder, size, documents, last update), removed with `clear`.
+pub fn kept_index(cli: &Cli, clear: bool) -> Result<String, String> {
+    let Some(SourceChoice::Folder(root)) = cli.source_choice() else {
+        return Err(
+            "index needs --root DIR (a server keeps its own index, and nothing is kept for it here)"
+                .into(),
+        );
+    };
+    let source = local(cli, &root)?;
+    let shown = source.engine.root().display().to_string();
+    let kept = source
+        .engine
+        .kept_index(clear)
+        .map_err(|e| format!("cannot read the index kept for {shown}: {e}"))?;
+    let Some(kept) = kept else {
+        return Ok(format!(
+            "No search index is kept for {shown}: --index-dir is '' (or no cache folder is known), so each process builds it in memory.\n"
+        ));
+    };
+    let folder = kept.folder.display();
+    if !kept.exists {
+        return Ok(format!(
+            "No search index is kept for {shown} yet: the first lookup over more than --index-ram-bytes ({} bytes) of markdown writes it to {folder}.\n",
+            cli.index_ram_bytes
+        ));
+    }
+    let documents = kept.documents.map_or_else(
+        || "no readable commit".to_string(),
+        |n| format!("{n} documents"),
+    );
+    let updated = kept.updated.unwrap_or_else(|| "never".to_string());
+    let what = format!(
+        "{folder}\nsize: {} bytes; {documents}; last update: {updated}\n",
+        kept.bytes
+    );
+    Ok(if clear {
+        format!("Removed the search index kept for {shown}: {what}")
+    } else {
+        format!("The search index kept for {shown}: {what}")
+    })
+}
+
 /// Builds the source the options name. A token (`--token-file`,
 /// `MARK_TOKEN`) goes to a server; a local folder needs none.
 pub fn from_cli(cli: &Cli) -> Result<Arc<dyn Source>, String> {
     let host = match cli.source_choice() {
-        Some(SourceChoice::Folder(root)) => {
-            let source = LocalSource::open(&root, cli.write)?.with_deadline(cli.timeout);
-            // Files edited behind the engine's back are searched after at most
-            // the time a fetched document is trusted.
-            source.engine.set_index_recheck(cli.fresh_for);
-            source
-                .engine
-                .set_index_storage(IndexStorage::in_folder_or_cache(
-                    cli.index_dir.clone(),
-                    "mark-mcp",
-                    cli.index_ram_bytes as u64,
-                ));
-            return Ok(Arc::new(source));
-        }
+        Some(SourceChoice::Folder(root)) => return Ok(Arc::new(local(cli, &root)?)),
         Some(SourceChoice::Server(host)) => host,
         None => {
             return Err(

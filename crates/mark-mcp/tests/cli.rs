@@ -476,14 +476,15 @@ fn index_folders(dir: &std::path::Path) -> Vec<usize> {
         .unwrap_or_default()
 }
 
-/// #13: over `--index-ram-bytes` the search index lives in a folder of its
-/// own under `--index-dir` (memory-mapped files), answers as the one in
-/// memory does, and its folder goes when the process ends.
+/// #13, #29: over `--index-ram-bytes` the search index is kept in a folder
+/// of its own under `--index-dir` (memory-mapped files), answers as the one
+/// in memory does, and stays for the next process, which answers the same
+/// from it; `--index-dir ''` keeps nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_search_index_over_its_ram_bytes_lives_on_disk_and_answers_the_same() {
+async fn a_search_index_over_its_ram_bytes_is_kept_and_answers_the_same() {
     let root = kb().display().to_string();
     let cache = tempfile::tempdir().unwrap();
-    let (during, after) = (cache.path().join("during"), cache.path().join("after"));
+    let kept = cache.path().join("kept");
     let on_disk = |dir: &std::path::Path| {
         vec![
             "--root".to_string(),
@@ -495,19 +496,23 @@ async fn a_search_index_over_its_ram_bytes_lives_on_disk_and_answers_the_same() 
         ]
     };
     let query = json!({"query": "dredger harbour", "match": "body", "read": 0});
-    let in_ram = Mcp::start(&["--root", &root]).await;
+    let in_ram = Mcp::start(&["--root", &root, "--index-dir", ""]).await;
     let expected = in_ram.call("mark_lookup", query.clone()).await.text;
     in_ram.stop().await;
-    let mcp = Mcp::start(&on_disk(&during)).await;
-    assert_eq!(mcp.call("mark_lookup", query).await.text, expected);
-    let folders = index_folders(&during);
+    let mcp = Mcp::start(&on_disk(&kept)).await;
+    assert_eq!(mcp.call("mark_lookup", query.clone()).await.text, expected);
+    let folders = index_folders(&kept);
     assert!(
         folders.len() == 1 && folders[0] > 2,
         "one index folder with its segment files: {folders:?}"
     );
     mcp.stop().await;
+    assert_eq!(index_folders(&kept), folders, "kept after the process");
+    let again = Mcp::start(&on_disk(&kept)).await;
+    assert_eq!(again.call("mark_lookup", query).await.text, expected);
+    again.stop().await;
 
-    let mut args = on_disk(&after);
+    let mut args = on_disk(&kept);
     args.extend(
         [
             "lookup",
@@ -522,12 +527,7 @@ async fn a_search_index_over_its_ram_bytes_lives_on_disk_and_answers_the_same() 
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (stdout, ok) = run(&args);
     assert!(ok && stdout.contains("dredger"), "{stdout}");
-    assert!(after.is_dir(), "the folder is made");
-    assert_eq!(
-        index_folders(&after),
-        Vec::<usize>::new(),
-        "its index went with the process"
-    );
+    assert_eq!(index_folders(&kept), folders, "the CLI reads the same one");
 }
 
 /// #13: a query with no word of 2 characters or more is bad input: refused

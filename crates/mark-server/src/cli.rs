@@ -67,13 +67,15 @@ struct ServeArgs {
     /// off with `too-large`.
     #[arg(long, default_value_t = mark_store::DEFAULT_MAX_DOCUMENT_BYTES, value_name = "BYTES")]
     max_document_bytes: usize,
-    /// Markdown (bytes) whose LOOKUP index stays in memory; over it the
-    /// index is kept on disk, memory-mapped, in --index-dir (0: always).
+    /// Markdown (bytes) whose LOOKUP index is built in memory at each
+    /// start; over it the index is kept in --index-dir and a restart reads
+    /// only what changed (0: always kept).
     #[arg(long, default_value_t = IndexStorage::DEFAULT_RAM_BYTES, value_name = "BYTES")]
     index_ram_bytes: u64,
-    /// Folder for an on-disk LOOKUP index (default: ~/.cache/mark-server,
-    /// or under $XDG_CACHE_HOME).
-    #[arg(long, value_name = "DIR")]
+    /// Cache folder for kept LOOKUP indexes, one folder per source, shared
+    /// with mark-mcp (default: ~/.cache/mark, or under $XDG_CACHE_HOME;
+    /// '' keeps none).
+    #[arg(long, value_name = "DIR", value_parser = IndexStorage::parse_folder)]
     index_dir: Option<PathBuf>,
     /// Test mode: answer LIST as servers from before LIST paging (a March
     /// 2026 demarkus server): paging keys ignored, no `complete` and no
@@ -340,7 +342,6 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_max_document_bytes(args.max_document_bytes);
     engine.set_index_storage(IndexStorage::in_folder_or_cache(
         args.index_dir,
-        "mark-server",
         args.index_ram_bytes,
     ));
     let engine = Arc::new(engine);

@@ -246,6 +246,13 @@ impl Engine {
         lock(&self.catalog).set_storage(storage);
     }
 
+    /// What is kept of LOOKUP's index of this store between processes
+    /// (`None`: nothing is kept, see [`Engine::set_index_storage`]); with
+    /// `clear`, it is removed (the next LOOKUP builds it again).
+    pub fn kept_index(&self, clear: bool) -> std::io::Result<Option<crate::lookup::KeptIndex>> {
+        lock(&self.catalog).kept_index(&self.store, clear)
+    }
+
     /// Sets the server name shown in the generated agent manifest (default:
     /// the root folder's name).
     pub fn with_name(mut self, name: impl Into<String>) -> Engine {
@@ -300,15 +307,15 @@ impl Engine {
             Verb::Archive => self.archive(req, &path, now),
         };
         if matches!(req.verb, Verb::Publish | Verb::Append | Verb::Archive) && reply.is_ok() {
-            self.index_write(&path);
+            self.index_write(&path, now);
         }
         reply.unwrap_or_else(|e| e)
     }
 
     /// Brings the LOOKUP index up to date after a write to `doc`, so that
     /// searches see it at once without walking the store.
-    fn index_write(&self, doc: &SafePath) {
-        if let Err(e) = lock(&self.catalog).document_changed(&self.store, doc) {
+    fn index_write(&self, doc: &SafePath, now: SystemTime) {
+        if let Err(e) = lock(&self.catalog).document_changed(&self.store, doc, now) {
             tracing::warn!(document = %doc.decoded(), error = %e, "cannot index a written document");
         }
     }

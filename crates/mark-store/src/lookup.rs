@@ -34,8 +34,15 @@
 //! The index is kept current by the engine's writes and, for changes made
 //! outside it, by a walk of the store's stamps at most once per re-check
 //! interval; it is never walked per query. `/sha256-…` FETCHes read it too.
-//! It lives in RAM, or past [`IndexStorage::ram_bytes`] of markdown in a
-//! folder of its own (memory-mapped).
+//! It lives in RAM, or past [`IndexStorage::ram_bytes`] of markdown
+//! persisted in a cache folder (memory-mapped, shared by the processes
+//! that serve one source, brought current by the same re-check at the
+//! next start: see `persisted`).
+
+mod catalog_file;
+mod persisted;
+
+pub use persisted::KeptIndex;
 
 use crate::clock::parse_time_or_date;
 use crate::paths::SafePath;
@@ -83,6 +90,14 @@ pub const LINK_SOURCES: usize = 2;
 /// (mark-bench ranking and orientation): soul unique headings 97.8 → 98.9 %,
 /// every strategy's tokens down; (held + 1)² lost the plain agent an answer.
 pub const COORDINATED_ROWS: usize = 40;
+/// The format of a persisted index: its schema, its tokenizer, what
+/// parsing keeps of a document (the catalog file) and its ranking. Every
+/// change to one of them bumps it (DESIGN.md, wave-3 rule 6), ranking
+/// changes included: an index of another format is never read, each
+/// format keeps its own folder (two releases on one machine do not
+/// rebuild each other's), and the rows of a persisted index stay exactly
+/// a fresh build's.
+pub const INDEX_FORMAT: u32 = 1;
 /// Links of one document indexed (the first ones): a page that is a list of
 /// 100,000 links says little about each.
 const MAX_LINKS: usize = 1000;
@@ -619,43 +634,54 @@ struct RowKey {
     section: Option<usize>,
 }
 
-/// Where LOOKUP's index lives: in RAM while the markdown it holds is at
-/// most `ram_bytes`, then in a folder of its own under `folder`,
-/// memory-mapped, so resident memory no longer grows with the corpus (the
-/// move reads every document again, once). The folder is removed when the
-/// engine is dropped; one left by a process that ended is removed by the
-/// next engine that uses `folder`.
+/// Where LOOKUP's index lives: in RAM while the store holds at most
+/// `ram_bytes` of markdown (it builds in a blink), else persisted under
+/// `folder` in a folder per source (its canonical root, its store mode,
+/// [`INDEX_FORMAT`]), memory-mapped, kept between processes and shared by
+/// them: the next process reads only what changed. A folder that cannot
+/// be written leaves the index in RAM (one line on stderr).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexStorage {
-    /// The parent of the index's own folder (a cache folder).
+    /// The cache folder holding one folder per source.
     pub folder: PathBuf,
-    /// Markdown bytes whose index stays in RAM (0: always on disk).
+    /// Markdown bytes whose index stays in RAM (0: always persisted).
     pub ram_bytes: u64,
 }
 
 impl IndexStorage {
-    /// Markdown whose index stays in RAM by default: 16 MiB, about 70 MB
-    /// of resident memory for the index (see the README's figures).
-    pub const DEFAULT_RAM_BYTES: u64 = 16 * 1024 * 1024;
+    /// Markdown whose index stays in RAM by default: 1 MiB, which builds
+    /// in well under a second (the bundled notes, 420 KB, stay in RAM; see
+    /// the README's figures).
+    pub const DEFAULT_RAM_BYTES: u64 = 1024 * 1024;
 
-    /// The storage under `folder`, else under `program`'s folder in the
-    /// user's cache (`$XDG_CACHE_HOME/program`, else
-    /// `$HOME/.cache/program`); `None` (in RAM) when neither is known.
-    pub fn in_folder_or_cache(
-        folder: Option<PathBuf>,
-        program: &str,
-        ram_bytes: u64,
-    ) -> Option<IndexStorage> {
+    /// The cache folder both binaries share unless told otherwise:
+    /// `$XDG_CACHE_HOME/mark`, else `$HOME/.cache/mark`.
+    pub fn default_folder() -> Option<PathBuf> {
         let absolute = |var: &str| {
             std::env::var_os(var)
                 .map(PathBuf::from)
                 .filter(|p| p.is_absolute())
         };
-        let folder = folder.or_else(|| {
-            absolute("XDG_CACHE_HOME")
-                .or_else(|| absolute("HOME").map(|home| home.join(".cache")))
-                .map(|cache| cache.join(program))
-        })?;
+        absolute("XDG_CACHE_HOME")
+            .or_else(|| absolute("HOME").map(|home| home.join(".cache")))
+            .map(|cache| cache.join("mark"))
+    }
+
+    /// Reads an `--index-dir` value as it is, `''` included (which keeps
+    /// nothing: see [`IndexStorage::in_folder_or_cache`]).
+    pub fn parse_folder(value: &str) -> Result<PathBuf, std::convert::Infallible> {
+        Ok(PathBuf::from(value))
+    }
+
+    /// The storage under `folder`, else under [`IndexStorage::default_folder`];
+    /// `None` (always in RAM, nothing persisted) for an empty `folder`
+    /// (`--index-dir ''`) or when no cache folder is known.
+    pub fn in_folder_or_cache(folder: Option<PathBuf>, ram_bytes: u64) -> Option<IndexStorage> {
+        let folder = match folder {
+            Some(f) if f.as_os_str().is_empty() => return None,
+            Some(f) => f,
+            None => Self::default_folder()?,
+        };
         Some(IndexStorage { folder, ram_bytes })
     }
 }
@@ -685,6 +711,8 @@ pub(crate) struct Catalog {
     indexed_bytes: u64,
     /// What each indexed link points at, by its key.
     links: HashMap<u64, LinkKey>,
+    /// A persisted index's state; `None` in RAM.
+    persisted: Option<persisted::Persisted>,
 }
 
 /// Where an indexed link is and what it points at.
@@ -709,6 +737,7 @@ impl Default for Catalog {
             storage: None,
             indexed_bytes: 0,
             links: HashMap::new(),
+            persisted: None,
         }
     }
 }
@@ -815,7 +844,7 @@ impl Catalog {
 
     fn index(&mut self) -> io::Result<&mut TextIndex> {
         if self.index.is_none() {
-            self.index = Some(TextIndex::new(None)?);
+            self.index = Some(TextIndex::new()?);
         }
         self.index
             .as_mut()
@@ -823,94 +852,85 @@ impl Catalog {
     }
 
     /// Walks the store's stamps when the last walk is older than `recheck`
-    /// (or never happened, or the clock went back), re-reading what changed.
+    /// (or never happened, or the clock went back), re-reading what changed
+    /// and forgetting what is gone; then commits what changed. The first
+    /// walk of a persisted index is its start-up check: only what changed
+    /// since the last process's commit is read.
     fn recheck_if_due(&mut self, store: &Store, now: SystemTime) -> io::Result<()> {
         let due = self.checked_at.is_none_or(|at| {
             now.duration_since(at)
                 .map_or(true, |elapsed| elapsed >= self.recheck)
         });
-        if !due {
-            return Ok(());
-        }
-        let found = store.walk(&SafePath::root())?;
-        let live: BTreeSet<&SafePath> = found.iter().map(|(p, _)| p).collect();
-        let gone: Vec<SafePath> = self
-            .docs
-            .keys()
-            .filter(|p| !live.contains(p))
-            .cloned()
-            .collect();
-        for path in gone {
-            self.forget(&path)?;
-        }
-        'walk: loop {
-            for (path, stamp) in &found {
-                if self.docs.get(path).is_none_or(|d| d.stamp != *stamp) {
+        if due {
+            let found = store.walk(&SafePath::root())?;
+            loop {
+                self.choose_place(store, &found);
+                let live: BTreeSet<&SafePath> = found.iter().map(|(p, _)| p).collect();
+                let gone: Vec<SafePath> = self
+                    .docs
+                    .keys()
+                    .filter(|p| !live.contains(p))
+                    .cloned()
+                    .collect();
+                let changed: Vec<&(SafePath, Stamp)> = found
+                    .iter()
+                    .filter(|(path, stamp)| self.docs.get(path).is_none_or(|d| d.stamp != *stamp))
+                    .collect();
+                if gone.is_empty() && changed.is_empty() {
+                    break;
+                }
+                if !self.begin_update()? {
+                    // Another process's commit was read, or the index fell
+                    // back to RAM: what changed is asked again.
+                    continue;
+                }
+                for path in gone {
+                    self.forget(&path)?;
+                }
+                for (path, stamp) in changed {
                     self.reindex(store, path, *stamp)?;
-                    if self.moved_to_disk() {
-                        // Everything is read again, into the new index.
-                        continue 'walk;
-                    }
+                }
+                if !self.outgrew_ram() {
+                    break;
                 }
             }
-            break;
+            self.checked_at = Some(now);
         }
-        self.checked_at = Some(now);
+        if let Err(e) = self.save(now) {
+            self.fall_back_to_ram(&e.to_string());
+            return self.recheck_if_due(store, now);
+        }
         Ok(())
     }
 
-    /// Moves an index in RAM that has grown over its storage's `ram_bytes`
-    /// to a folder: the catalog starts empty on disk (the caller reads
-    /// every document again). Returns whether it moved. If the folder
-    /// cannot be made, the index stays in RAM (said once, in the log).
-    fn moved_to_disk(&mut self) -> bool {
-        let in_ram = self.index.as_ref().is_none_or(|i| i.folder().is_none());
-        let Some(storage) = self
-            .storage
-            .take_if(|s| in_ram && self.indexed_bytes > s.ram_bytes)
-        else {
-            return false;
-        };
-        match TextIndex::new(Some(&storage.folder)) {
-            Ok(index) => {
-                tracing::info!(
-                    folder = %storage.folder.display(),
-                    "the search index holds over {} bytes of markdown: it moves to disk",
-                    storage.ram_bytes
-                );
-                self.index = Some(index);
-                self.docs.clear();
-                self.rows.clear();
-                self.paths.clear();
-                self.indexed_bytes = 0;
-                self.links.clear();
-                self.storage = Some(storage);
-                true
-            }
-            Err(e) => {
-                tracing::warn!(
-                    folder = %storage.folder.display(),
-                    error = %e,
-                    "cannot keep the search index on disk; it stays in memory"
-                );
-                false
-            }
-        }
-    }
-
-    /// Brings one document up to date after the engine wrote it.
-    pub(crate) fn document_changed(&mut self, store: &Store, doc: &SafePath) -> io::Result<()> {
+    /// Brings one document up to date after the engine wrote it (a
+    /// persisted index commits it at once, so its writer lock is held
+    /// only for this update).
+    pub(crate) fn document_changed(
+        &mut self,
+        store: &Store,
+        doc: &SafePath,
+        now: SystemTime,
+    ) -> io::Result<()> {
         if self.checked_at.is_none() {
             // Nothing indexed yet: the first LOOKUP reads everything anyway.
+            return Ok(());
+        }
+        if !self.begin_update()? {
+            // The next LOOKUP reads what changed into the index in place.
+            self.checked_at = None;
             return Ok(());
         }
         match store.walk(doc)?.into_iter().find(|(p, _)| p == doc) {
             Some((path, stamp)) => self.reindex(store, &path, stamp)?,
             None => self.forget(doc)?,
         }
-        if self.moved_to_disk() {
-            // The next LOOKUP reads everything into the new index.
+        if self.outgrew_ram() {
+            // The next LOOKUP reads everything into the persisted index.
             self.checked_at = None;
+        }
+        if let Err(e) = self.save(now) {
+            self.fall_back_to_ram(&e.to_string());
         }
         Ok(())
     }
@@ -926,7 +946,7 @@ impl Catalog {
             for l in &old.links {
                 self.links.remove(l);
             }
-            self.index()?.remove(&path.encoded());
+            self.index()?.remove(&path.encoded())?;
         }
         Ok(())
     }
@@ -951,24 +971,28 @@ impl Catalog {
 
     /// Re-reads one document into the index (an archived or damaged one
     /// is kept out of results; VERSIONS reports damage).
+    /// A stamp that moved over the same bytes (a touch, a copy, a
+    /// version republished unchanged) only moves the stamp and the time.
     fn reindex(&mut self, store: &Store, path: &SafePath, stamp: Stamp) -> io::Result<()> {
-        self.forget(path)?;
         let snap = match store.current(path) {
             Ok(Some(snap)) => snap,
-            Ok(None) => return Ok(()),
+            Ok(None) => return self.forget(path),
             Err(e) => {
                 tracing::warn!(document = %path.decoded(), error = %e, "cannot index a document");
-                return Ok(());
+                return self.forget(path);
             }
         };
+        let content_hash = snap.content_hash();
+        if let Some(held) = self.docs.get_mut(path)
+            && held.content_hash == content_hash
+            && held.stamp.archived == stamp.archived
+        {
+            held.stamp = stamp;
+            held.modified = Some(snap.modified);
+            return Ok(());
+        }
         let source = String::from_utf8_lossy(snap.body());
-        self.insert(
-            path,
-            stamp,
-            &source,
-            Some(snap.modified),
-            snap.content_hash(),
-        )
+        self.insert(path, stamp, &source, Some(snap.modified), content_hash)
     }
 
     /// Indexes one document's served body, replacing what was held for it.

@@ -1,6 +1,6 @@
-//! The tantivy index behind LOOKUP, in RAM or in a folder of its own
-//! (memory-mapped, so resident memory does not grow with the corpus): one
-//! tantivy document per
+//! The tantivy index behind LOOKUP, in RAM or persisted in a folder
+//! (memory-mapped, so resident memory does not grow with the corpus, and
+//! shared by the processes that serve one source): one tantivy document per
 //! section (its own text, its own heading, the headings above it, the
 //! document's title and tags) and one per document (title and tags, all its
 //! headings) for catalog rows, and one per link from a document to a
@@ -21,7 +21,11 @@
 //! mentions it ([`W_NAMED`]).
 //!
 //! Writes are buffered and committed before the next search, so a burst of
-//! PUBLISHes costs one commit.
+//! PUBLISHes costs one commit. A persisted index has no writer between
+//! updates: [`TextIndex::lock_writer`] takes tantivy's writer lock for one
+//! update and [`TextIndex::commit_with`] releases it after the commit, whose
+//! payload names what the caller saved beside it; other processes read
+//! what is committed ([`TextIndex::reload`]).
 //!
 //! Ranking is exactly a fresh build's, however the index was edited: tantivy
 //! keeps deleted entries (and their words and tokens) in its statistics
@@ -35,11 +39,12 @@
 use mark_proto::lookup::{query_words, word_spans};
 use std::collections::HashMap;
 use std::io;
-use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use tantivy::DocSet;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::Column;
+use tantivy::directory::error::LockError;
 use tantivy::directory::{Directory, INDEX_WRITER_LOCK, MmapDirectory};
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{
@@ -54,7 +59,7 @@ use tantivy::tokenizer::{
 };
 use tantivy::{
     BitSet, DocAddress, DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher,
-    SegmentOrdinal, SegmentReader, TantivyDocument, Term,
+    SegmentOrdinal, SegmentReader, TantivyDocument, TantivyError, Term,
 };
 
 const WORDS: &str = "mark_words";
@@ -86,11 +91,11 @@ const W_DOCUMENT_NAMED: Score = 1.0;
 const W_DOCUMENT: Score = 2.0;
 /// Indexing memory (tantivy's minimum per thread is 15 MB).
 const WRITER_BYTES: usize = 20_000_000;
-/// How an on-disk index's folder is named (then random characters).
-const FOLDER_PREFIX: &str = "lookup-index-";
-/// Age after which a folder whose writer lock is free was left by a
-/// process that ended (younger ones may be being set up).
-const ABANDONED_AFTER: Duration = Duration::from_secs(60);
+/// How often a busy writer lock is tried again.
+const LOCK_POLL: Duration = Duration::from_millis(20);
+/// Reloads tried when a commit lands between reading the index and its
+/// meta file (see [`TextIndex::reload`]).
+const RELOAD_TRIES: usize = 5;
 
 /// mark-proto's word rule as a tantivy tokenizer: runs of letters, digits
 /// and `_`, lower-cased, positions counted in words.
@@ -135,14 +140,16 @@ fn token_count(text: &str) -> u64 {
 }
 
 /// What the live (not deleted) entries of some documents add to the
-/// BM25 statistics: their count by kind and their tokens per field.
-#[derive(Debug, Clone, Default)]
-struct Live {
+/// BM25 statistics: their count by kind and their tokens per field (a
+/// persisted index keeps each document's in its catalog file).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Live {
     /// Links.
-    links: u64,
+    pub links: u64,
     /// Sections and catalog entries.
-    others: u64,
-    tokens: HashMap<Field, u64>,
+    pub others: u64,
+    /// Tokens by field.
+    pub tokens: HashMap<Field, u64>,
 }
 
 impl Live {
@@ -267,10 +274,12 @@ pub(crate) struct Hit {
     pub address: DocAddress,
 }
 
-/// The index and its one writer.
+/// The index and its writer: always there in RAM; for a persisted index
+/// only while an update holds tantivy's writer lock.
 pub(crate) struct TextIndex {
     fields: Fields,
-    writer: IndexWriter,
+    index: Index,
+    writer: Option<IndexWriter>,
     reader: IndexReader,
     stemmer: TextAnalyzer,
     uncommitted: bool,
@@ -280,9 +289,8 @@ pub(crate) struct TextIndex {
     live: Live,
     /// `live` at the last commit: what searches see.
     committed: Live,
-    /// An on-disk index's folder, removed when dropped (after the writer
-    /// and reader, declared above it).
-    folder: Option<tempfile::TempDir>,
+    /// A persisted index's folder; `None` in RAM.
+    folder: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for TextIndex {
@@ -295,109 +303,130 @@ fn io_error(e: tantivy::TantivyError) -> io::Error {
     io::Error::other(format!("search index: {e}"))
 }
 
-/// Removes the index folders under `parent` that no process holds (their
-/// writer lock is free) and that are older than [`ABANDONED_AFTER`]: what
-/// a process that ended without cleaning up left.
-fn remove_abandoned(parent: &Path, now: SystemTime) {
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return;
+/// The schema every index has (an index whose schema differs is of
+/// another format).
+fn schema() -> (Schema, Fields) {
+    let mut schema = Schema::builder();
+    let text_options = |tokenizer: &str| {
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(tokenizer)
+                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        )
     };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let ours = entry
-            .file_name()
-            .to_str()
-            .is_some_and(|n| n.starts_with(FOLDER_PREFIX));
-        let old = entry.metadata().and_then(|m| m.modified()).is_ok_and(|at| {
-            now.duration_since(at)
-                .is_ok_and(|age| age >= ABANDONED_AFTER)
-        });
-        if !(ours && old && path.is_dir()) {
-            continue;
-        }
-        let free = MmapDirectory::open(&path)
-            .is_ok_and(|dir| dir.acquire_lock(&INDEX_WRITER_LOCK).is_ok());
-        if free {
-            match std::fs::remove_dir_all(&path) {
-                Ok(()) => {
-                    tracing::info!(folder = %path.display(), "removed an abandoned search index")
-                }
-                Err(e) => {
-                    tracing::warn!(folder = %path.display(), error = %e, "cannot remove an abandoned search index")
-                }
-            }
-        }
-    }
+    let mut pair = |name: &str, weight: Score| Pair {
+        exact: schema.add_text_field(name, text_options(WORDS)),
+        stemmed: schema.add_text_field(&format!("{name}_en"), text_options(STEMMED)),
+        weight,
+    };
+    let (title, heading, trail, text, linked) = (
+        pair("title", W_TITLE),
+        pair("heading", W_HEADING),
+        pair("trail", W_TRAIL),
+        pair("text", W_TEXT),
+        pair("linked", W_LINKED),
+    );
+    let fields = Fields {
+        kind: schema.add_text_field("kind", STRING),
+        path: schema.add_text_field("path", STRING),
+        named: schema.add_text_field("named", STRING),
+        document_named: schema.add_text_field("document_named", STRING),
+        ord: schema.add_u64_field("ord", FAST),
+        body: schema.add_text_field("body", STORED),
+        title,
+        heading,
+        trail,
+        text,
+        linked,
+    };
+    (schema.build(), fields)
+}
+
+fn stemmer() -> TextAnalyzer {
+    TextAnalyzer::builder(WordTokenizer)
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+fn writer_of(index: &Index) -> tantivy::Result<IndexWriter> {
+    index.writer_with_options(
+        IndexWriterOptions::builder()
+            .memory_budget_per_thread(WRITER_BYTES)
+            .num_worker_threads(1)
+            .num_merge_threads(1)
+            .build(),
+    )
 }
 
 impl TextIndex {
-    /// An empty index: in RAM, or with `parent` in a new folder of its own
-    /// under it (created if need be), memory-mapped and removed when the
-    /// index is dropped; folders there left by processes that ended are
-    /// removed first.
-    pub(crate) fn new(parent: Option<&Path>) -> io::Result<TextIndex> {
-        let mut schema = Schema::builder();
-        let text_options = |tokenizer: &str| {
-            TextOptions::default().set_indexing_options(
-                TextFieldIndexing::default()
-                    .set_tokenizer(tokenizer)
-                    .set_index_option(IndexRecordOption::WithFreqsAndPositions),
-            )
-        };
-        let mut pair = |name: &str, weight: Score| Pair {
-            exact: schema.add_text_field(name, text_options(WORDS)),
-            stemmed: schema.add_text_field(&format!("{name}_en"), text_options(STEMMED)),
-            weight,
-        };
-        let (title, heading, trail, text, linked) = (
-            pair("title", W_TITLE),
-            pair("heading", W_HEADING),
-            pair("trail", W_TRAIL),
-            pair("text", W_TEXT),
-            pair("linked", W_LINKED),
-        );
-        let fields = Fields {
-            kind: schema.add_text_field("kind", STRING),
-            path: schema.add_text_field("path", STRING),
-            named: schema.add_text_field("named", STRING),
-            document_named: schema.add_text_field("document_named", STRING),
-            ord: schema.add_u64_field("ord", FAST),
-            body: schema.add_text_field("body", STORED),
-            title,
-            heading,
-            trail,
-            text,
-            linked,
-        };
-        let (index, folder) = match parent {
-            None => (Index::create_in_ram(schema.build()), None),
-            Some(parent) => {
-                std::fs::create_dir_all(parent)?;
-                remove_abandoned(parent, SystemTime::now());
-                let folder = tempfile::Builder::new()
-                    .prefix(FOLDER_PREFIX)
-                    .tempdir_in(parent)?;
-                let index =
-                    Index::create_in_dir(folder.path(), schema.build()).map_err(io_error)?;
-                (index, Some(folder))
+    /// An empty index in RAM.
+    pub(crate) fn new() -> io::Result<TextIndex> {
+        let (schema, fields) = schema();
+        let index = Index::create_in_ram(schema);
+        Self::register(&index);
+        let writer = Some(writer_of(&index).map_err(io_error)?);
+        Self::with(index, fields, writer, None)
+    }
+
+    /// The index persisted in `folder`, which must exist: opened as it was
+    /// last committed, or created there empty when the folder holds none.
+    /// An index of another schema, or one tantivy cannot read, is an
+    /// error (the caller rebuilds it, see [`TextIndex::create_over`]).
+    pub(crate) fn open_or_create(folder: &Path) -> io::Result<TextIndex> {
+        let (schema, fields) = schema();
+        let dir = MmapDirectory::open(folder).map_err(|e| io::Error::other(e.to_string()))?;
+        let index = Index::open_or_create(dir, schema).map_err(io_error)?;
+        Self::register(&index);
+        Self::with(index, fields, None, Some(folder.to_path_buf()))
+    }
+
+    /// A new empty index in `folder` in place of whatever is there (an
+    /// unreadable index or one of another schema), once no other process
+    /// writes it: every file is removed under tantivy's writer lock,
+    /// waiting for it at most `wait`.
+    pub(crate) fn create_over(folder: &Path, wait: Duration) -> io::Result<TextIndex> {
+        let dir = MmapDirectory::open(folder).map_err(|e| io::Error::other(e.to_string()))?;
+        let deadline = Instant::now() + wait;
+        let _lock = loop {
+            match dir.acquire_lock(&INDEX_WRITER_LOCK) {
+                Ok(lock) => break lock,
+                Err(LockError::LockBusy) if Instant::now() < deadline => {
+                    std::thread::sleep(LOCK_POLL)
+                }
+                Err(e) => return Err(io::Error::other(e.to_string())),
             }
         };
-        let stemmer = TextAnalyzer::builder(WordTokenizer)
-            .filter(Stemmer::new(Language::English))
-            .build();
+        for entry in std::fs::read_dir(folder)?.flatten() {
+            let name = entry.file_name();
+            // The lock file stays: others wait on it.
+            if name.to_str() == INDEX_WRITER_LOCK.filepath.to_str() {
+                continue;
+            }
+            let path = entry.path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path)?;
+            } else {
+                std::fs::remove_file(&path)?;
+            }
+        }
+        drop(dir);
+        Self::open_or_create(folder)
+    }
+
+    /// Registers the tokenizers on `index`.
+    fn register(index: &Index) {
         index
             .tokenizers()
             .register(WORDS, TextAnalyzer::from(WordTokenizer));
-        index.tokenizers().register(STEMMED, stemmer.clone());
-        let writer = index
-            .writer_with_options(
-                IndexWriterOptions::builder()
-                    .memory_budget_per_thread(WRITER_BYTES)
-                    .num_worker_threads(1)
-                    .num_merge_threads(1)
-                    .build(),
-            )
-            .map_err(io_error)?;
+        index.tokenizers().register(STEMMED, stemmer());
+    }
+
+    fn with(
+        index: Index,
+        fields: Fields,
+        writer: Option<IndexWriter>,
+        folder: Option<PathBuf>,
+    ) -> io::Result<TextIndex> {
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -405,9 +434,10 @@ impl TextIndex {
             .map_err(io_error)?;
         Ok(TextIndex {
             fields,
+            index,
             writer,
             reader,
-            stemmer,
+            stemmer: stemmer(),
             uncommitted: false,
             live_by_path: HashMap::new(),
             live: Live::default(),
@@ -416,9 +446,122 @@ impl TextIndex {
         })
     }
 
-    /// The folder of an on-disk index; `None` in RAM.
-    pub(crate) fn folder(&self) -> Option<&Path> {
-        self.folder.as_ref().map(tempfile::TempDir::path)
+    /// Whether this process holds the writer (always, in RAM).
+    pub(crate) fn writing(&self) -> bool {
+        self.writer.is_some()
+    }
+
+    /// Takes the writer lock of a persisted index, trying again until
+    /// `wait` has passed; `false` when another process still holds it.
+    /// The writer sees what is committed at that moment.
+    pub(crate) fn lock_writer(&mut self, wait: Duration) -> io::Result<bool> {
+        let deadline = Instant::now() + wait;
+        while self.writer.is_none() {
+            match writer_of(&self.index) {
+                Ok(writer) => self.writer = Some(writer),
+                Err(TantivyError::LockFailure(LockError::LockBusy, _)) => {
+                    if Instant::now() >= deadline {
+                        return Ok(false);
+                    }
+                    std::thread::sleep(LOCK_POLL);
+                }
+                Err(e) => return Err(io_error(e)),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Commits a persisted index: `save` is given the commit's opstamp
+    /// before the commit and returns the payload committed with it (the
+    /// name of what it saved); then the writer lock is released (merges
+    /// finished) and searches see the commit.
+    pub(crate) fn commit_with(
+        &mut self,
+        save: impl FnOnce(u64) -> io::Result<String>,
+    ) -> io::Result<String> {
+        let mut writer = self
+            .writer
+            .take()
+            .ok_or_else(|| io::Error::other("search index: no writer to commit with"))?;
+        let mut prepared = writer.prepare_commit().map_err(io_error)?;
+        let payload = save(prepared.opstamp())?;
+        prepared.set_payload(&payload);
+        prepared.commit().map_err(io_error)?;
+        writer.wait_merging_threads().map_err(io_error)?;
+        self.reader.reload().map_err(io_error)?;
+        self.committed = self.live.clone();
+        self.uncommitted = false;
+        Ok(payload)
+    }
+
+    /// Brings searches of a persisted index to what is committed now and
+    /// returns that commit's payload (`None`: nothing committed with one).
+    /// The reader and the payload are of one commit: read again while a
+    /// commit lands between them. The statistics are the caller's to set
+    /// ([`TextIndex::set_live`]).
+    pub(crate) fn reload(&mut self) -> io::Result<Option<String>> {
+        for _ in 0..RELOAD_TRIES {
+            self.reader.reload().map_err(io_error)?;
+            let searcher = self.reader.searcher();
+            let metas = self.index.load_metas().map_err(io_error)?;
+            let committed: std::collections::BTreeMap<_, _> = metas
+                .segments
+                .iter()
+                .map(|s| (s.id(), s.delete_opstamp()))
+                .collect();
+            if &committed == searcher.generation().segments() {
+                return Ok(metas.payload);
+            }
+        }
+        Err(io::Error::other(
+            "search index: commits kept landing while it was read",
+        ))
+    }
+
+    /// Whether the committed index holds any entry (deleted ones included).
+    pub(crate) fn holds_entries(&self) -> bool {
+        self.reader.searcher().num_docs() > 0
+    }
+
+    /// Removes every entry (a persisted index whose catalog was lost is
+    /// rebuilt from nothing); needs the writer.
+    pub(crate) fn clear(&mut self) -> io::Result<()> {
+        self.writer_mut()?
+            .delete_all_documents()
+            .map_err(io_error)?;
+        self.live_by_path.clear();
+        self.live = Live::default();
+        self.uncommitted = true;
+        Ok(())
+    }
+
+    /// What each document's entries add to the statistics, by path.
+    pub(crate) fn live_by_path(&self) -> &HashMap<String, Live> {
+        &self.live_by_path
+    }
+
+    /// Sets the statistics of a persisted index as its catalog file says,
+    /// for what is committed now.
+    pub(crate) fn set_live(&mut self, by_path: HashMap<String, Live>) {
+        let mut all = Live::default();
+        for live in by_path.values() {
+            all.add(live);
+        }
+        self.live_by_path = by_path;
+        self.live = all.clone();
+        self.committed = all;
+    }
+
+    /// The field with tantivy's id `id`, when this schema has it.
+    pub(crate) fn field(&self, id: u32) -> Option<Field> {
+        let field = Field::from_field_id(id);
+        (self.index.schema().fields().any(|(f, _)| f == field)).then_some(field)
+    }
+
+    fn writer_mut(&mut self) -> io::Result<&mut IndexWriter> {
+        self.writer
+            .as_mut()
+            .ok_or_else(|| io::Error::other("search index: written without its writer lock"))
     }
 
     /// Adds `text` to both fields of `pair`, counting its tokens in `live`.
@@ -500,7 +643,7 @@ impl TextIndex {
     /// Adds an entry of the document at `path`, which adds `live` to the
     /// statistics.
     fn add(&mut self, path: &str, doc: TantivyDocument, live: &Live) -> io::Result<()> {
-        self.writer.add_document(doc).map_err(io_error)?;
+        self.writer_mut()?.add_document(doc).map_err(io_error)?;
         self.live_by_path
             .entry(path.to_string())
             .or_default()
@@ -511,19 +654,27 @@ impl TextIndex {
     }
 
     /// Removes every entry of the document at `path`.
-    pub(crate) fn remove(&mut self, path: &str) {
-        self.writer
-            .delete_term(Term::from_field_text(self.fields.path, path));
+    pub(crate) fn remove(&mut self, path: &str) -> io::Result<()> {
+        let term = Term::from_field_text(self.fields.path, path);
+        self.writer_mut()?.delete_term(term);
         if let Some(gone) = self.live_by_path.remove(path) {
             self.live.subtract(&gone);
         }
         self.uncommitted = true;
+        Ok(())
     }
 
-    /// A searcher over everything added so far.
+    /// A searcher over everything added so far (a persisted index is
+    /// committed by [`TextIndex::commit_with`] first: this one only
+    /// commits in RAM).
     pub(crate) fn searcher(&mut self) -> io::Result<Searcher> {
         if self.uncommitted {
-            self.writer.commit().map_err(io_error)?;
+            if self.folder.is_some() {
+                return Err(io::Error::other(
+                    "search index: searched before its update was committed",
+                ));
+            }
+            self.writer_mut()?.commit().map_err(io_error)?;
             self.reader.reload().map_err(io_error)?;
             self.committed = self.live.clone();
             self.uncommitted = false;
@@ -988,7 +1139,7 @@ mod tests {
     #[test]
     fn the_live_statistics_count_what_tantivy_counts_in_a_fresh_index() {
         let giant = "x".repeat(MAX_TOKEN_LEN + 1);
-        let mut index = TextIndex::new(None).unwrap();
+        let mut index = TextIndex::new().unwrap();
         for (ord, heading, text) in [
             (1, "Pier İstanbul", "Pier deploys callbacks, İİ naïve."),
             (2, giant.as_str(), "The heading above is one word too long."),
@@ -1035,7 +1186,7 @@ mod tests {
             );
         }
         assert_eq!((index.committed.others, index.committed.links), (3, 1));
-        index.remove("/a.md");
+        index.remove("/a.md").unwrap();
         index.searcher().unwrap();
         assert_eq!((index.committed.others, index.committed.links), (0, 0));
         assert!(index.committed.tokens.values().all(|n| *n == 0));
@@ -1043,7 +1194,7 @@ mod tests {
 
     #[test]
     fn stemmed_forms_rank_only_in_any_mode_and_below_exact_ones() {
-        let mut index = TextIndex::new(None).unwrap();
+        let mut index = TextIndex::new().unwrap();
         for (ord, text) in [(1, "callbacks run later"), (2, "a callback runs")] {
             index
                 .add_section(&SectionEntry {
@@ -1071,7 +1222,7 @@ mod tests {
 
     #[test]
     fn held_words_are_checked_per_row_in_every_field_and_form() {
-        let mut index = TextIndex::new(None).unwrap();
+        let mut index = TextIndex::new().unwrap();
         for (ord, heading, text) in [
             (1, "Pier", "Pier deploys callbacks."),
             (2, "Hosts", "Hosts take work."),
@@ -1104,9 +1255,9 @@ mod tests {
     }
 
     #[test]
-    fn an_on_disk_index_finds_what_ram_finds_and_removes_its_folder() {
-        let parent = tempfile::tempdir().unwrap();
-        let found = |index: &mut TextIndex| {
+    fn a_persisted_index_is_shared_by_commits_and_finds_what_ram_finds() {
+        let folder = tempfile::tempdir().unwrap();
+        let add = |index: &mut TextIndex| {
             for (ord, text) in [(1, "tide tables"), (2, "harbour tide")] {
                 index
                     .add_section(&SectionEntry {
@@ -1120,6 +1271,8 @@ mod tests {
                     })
                     .unwrap();
             }
+        };
+        let found = |index: &mut TextIndex| {
             let searcher = index.searcher().unwrap();
             let mut hits = index
                 .sections(&searcher, &words(&["harbour", "tide"]), true)
@@ -1133,33 +1286,61 @@ mod tests {
                 text,
             )
         };
-        let mut disk = TextIndex::new(Some(&parent.path().join("cache"))).unwrap();
-        let folder = disk.folder().unwrap().to_path_buf();
-        assert!(folder.starts_with(parent.path().join("cache")));
-        let on_disk = found(&mut disk);
+        let mut ram = TextIndex::new().unwrap();
+        add(&mut ram);
+        let expected = found(&mut ram);
+
+        let mut first = TextIndex::open_or_create(folder.path()).unwrap();
+        assert!(!first.writing(), "no writer between updates");
         assert!(
-            std::fs::read_dir(&folder).unwrap().count() > 2,
+            first
+                .add_section(&SectionEntry {
+                    ord: 9,
+                    path: "/b.md",
+                    title: "",
+                    names: &[],
+                    heading: "",
+                    trail: "",
+                    text: "",
+                })
+                .is_err(),
+            "a write needs the lock"
+        );
+        assert!(first.lock_writer(Duration::ZERO).unwrap());
+        let mut second = TextIndex::open_or_create(folder.path()).unwrap();
+        assert!(
+            !second.lock_writer(Duration::from_millis(50)).unwrap(),
+            "one writer at a time"
+        );
+        add(&mut first);
+        let live = first.live_by_path().clone();
+        let payload = first
+            .commit_with(|opstamp| Ok(format!("catalog-{opstamp}")))
+            .unwrap();
+        assert!(!first.writing(), "the lock goes with the commit");
+        assert_eq!(found(&mut first), expected);
+
+        assert_eq!(second.reload().unwrap(), Some(payload));
+        second.set_live(live);
+        assert_eq!(
+            found(&mut second),
+            expected,
+            "another reader, the same rows"
+        );
+        assert!(second.lock_writer(Duration::ZERO).unwrap(), "free again");
+        assert!(
+            std::fs::read_dir(folder.path()).unwrap().count() > 2,
             "segments are files"
         );
-        assert_eq!(on_disk, found(&mut TextIndex::new(None).unwrap()));
-        assert_eq!(on_disk.1, "harbour tide");
-        drop(disk);
-        assert!(!folder.exists(), "the folder goes with the index");
     }
 
     #[test]
-    fn only_abandoned_index_folders_are_removed() {
-        let parent = tempfile::tempdir().unwrap();
-        let live = TextIndex::new(Some(parent.path())).unwrap();
-        let abandoned = parent.path().join(format!("{FOLDER_PREFIX}left"));
-        std::fs::create_dir(&abandoned).unwrap();
-        std::fs::write(abandoned.join("meta.json"), "{}").unwrap();
-        let other = parent.path().join("not-an-index");
-        std::fs::create_dir(&other).unwrap();
-        // An hour on, as the next process would see them.
-        remove_abandoned(parent.path(), SystemTime::now() + Duration::from_secs(3600));
-        assert!(!abandoned.exists(), "nobody holds it");
-        assert!(live.folder().unwrap().exists(), "its writer holds it");
-        assert!(other.exists(), "not ours");
+    fn an_unreadable_index_is_created_over_once_its_lock_is_free() {
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::write(folder.path().join("meta.json"), "{ half written").unwrap();
+        assert!(TextIndex::open_or_create(folder.path()).is_err());
+        let mut index = TextIndex::create_over(folder.path(), Duration::ZERO).unwrap();
+        assert_eq!(index.reload().unwrap(), None);
+        assert!(!index.holds_entries());
     }
 }

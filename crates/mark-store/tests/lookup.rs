@@ -724,7 +724,7 @@ fn inline_and_nested_tags_filter_and_aliases_are_searched_as_names() {
     );
 }
 
-/// Index folders under `cache` (one per engine whose index is on disk).
+/// Index folders under `cache` (one per store whose index is persisted).
 fn index_folders(cache: &std::path::Path) -> Vec<std::path::PathBuf> {
     std::fs::read_dir(cache)
         .map(|d| d.flatten().map(|e| e.path()).collect())
@@ -732,7 +732,7 @@ fn index_folders(cache: &std::path::Path) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
-fn an_index_over_its_ram_bytes_moves_to_disk_and_finds_the_same_rows() {
+fn an_index_over_its_ram_bytes_is_persisted_and_finds_the_same_rows() {
     let queries: [&[(&str, &str)]; 4] = [
         &[("query", "rust")],
         &[("query", "quic transport"), ("match", "body")],
@@ -775,16 +775,17 @@ fn an_index_over_its_ram_bytes_moves_to_disk_and_finds_the_same_rows() {
     assert_eq!(folders.len(), 1, "{folders:?}");
     assert!(std::fs::read_dir(&folders[0]).unwrap().count() > 2);
     drop(s);
-    assert!(
-        index_folders(cache.path()).is_empty(),
-        "removed with the engine"
+    assert_eq!(
+        index_folders(cache.path()),
+        folders,
+        "kept for the next process"
     );
 
     // Crossing the bound by a write: moved, and the write is found too.
     let s = store();
     s.engine.set_index_storage(storage(1_000));
     assert_eq!(answers(&s), in_ram);
-    assert!(index_folders(cache.path()).is_empty(), "still in RAM");
+    assert_eq!(index_folders(cache.path()).len(), 1, "still in RAM");
     let heron = format!(
         "# Heron\n\nA heron landed.\n{}",
         "Grey feathers.\n".repeat(40)
@@ -794,7 +795,11 @@ fn an_index_over_its_ram_bytes_moves_to_disk_and_finds_the_same_rows() {
         targets(&lookup(&s, "/", &[("query", "heron"), ("match", "body")])),
         ["/birds/heron.md#heron"]
     );
-    assert_eq!(index_folders(cache.path()).len(), 1, "moved to disk");
+    assert_eq!(
+        index_folders(cache.path()).len(),
+        2,
+        "moved to a folder of its own"
+    );
     assert_eq!(
         targets(&lookup(
             &s,
