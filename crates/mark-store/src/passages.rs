@@ -18,7 +18,7 @@
 //! has (mark-mcp gives the documents it loaded, at the version it will
 //! say it sent). It does not render.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use mark_proto::lookup::word_spans;
 use markdown_slice::{PassageUnit, UnitKind, estimate_tokens};
@@ -139,7 +139,9 @@ pub fn choose(query: &str, candidates: &[Candidate<'_>], budget: usize) -> Vec<C
     }
     // A word's weight: rarer among the units (with their headings), more.
     let pool = held.len() as f64;
-    let weight: HashMap<&String, f64> = wanted
+    // Summed in one order (a BTreeMap), so the same candidates always
+    // score the same, to the last bit.
+    let weight: BTreeMap<&String, f64> = wanted
         .iter()
         .map(|w| {
             let df = held
