@@ -11,13 +11,7 @@ mod support;
 use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
-use support::{Mcp, kb};
-
-fn root_args(root: &Path, extra: &[&str]) -> Vec<String> {
-    let mut args = vec!["--root".to_string(), root.display().to_string()];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
-}
+use support::{Mcp, kb, root_args};
 
 /// The cursor quoted after `cursor \"` in `text`.
 fn cursor_in(text: &str) -> Option<String> {

@@ -8,13 +8,7 @@
 mod support;
 
 use serde_json::json;
-use support::{Mcp, copy_kb};
-
-fn root_args(root: &std::path::Path, extra: &[&str]) -> Vec<String> {
-    let mut args = vec!["--root".to_string(), root.display().to_string()];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
-}
+use support::{Mcp, copy_kb, root_args};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passages_come_once_per_version_and_never_stand_for_their_section() {

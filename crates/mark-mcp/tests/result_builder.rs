@@ -9,13 +9,7 @@ mod support;
 use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
-use support::{Mcp, PublishingServer, Reply};
-
-fn root_args(root: &Path, extra: &[&str]) -> Vec<String> {
-    let mut args = vec!["--root".to_string(), root.display().to_string()];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
-}
+use support::{Mcp, PublishingServer, Reply, root_args};
 
 /// `bytes` of words, no line breaks.
 fn filler(seed: usize, bytes: usize) -> String {

@@ -57,6 +57,14 @@ pub fn kb() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mcp/kb")
 }
 
+/// `mark-mcp`'s arguments for the folder `root` as the README gives them
+/// (`--root DIR`), then `extra`.
+pub fn root_args(root: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["--root".to_string(), root.display().to_string()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
 /// A copy of the fixture knowledge base in a temporary directory.
 pub fn copy_kb() -> tempfile::TempDir {
     fn copy(from: &Path, to: &Path) {
