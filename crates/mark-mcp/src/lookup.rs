@@ -9,7 +9,9 @@
 //! (the crawl fills the index; a call waits `--crawl-wait` at most), and
 //! the note says how many documents that was and whether the crawl was
 //! whole. Rows say which query words they lack (the server's `Lacks`
-//! column, asked with `columns: lacks`, or the per-word merge). `read: N` appends the top N
+//! column, asked with `columns: lacks`, or the per-word merge). The
+//! passages of the top rows that best match the query follow the rows,
+//! within `budget` tokens ([`crate::passages`]). `read: N` appends the top N
 //! hits' sections, each as `mark_fetch url#anchor` delivers it (the same
 //! function, deduplicated the same way), each made within what the rows
 //! and the reads before it leave of this result's [`ResultBuilder`]. A row
@@ -764,7 +766,7 @@ fn new_tags(r: &LookupRow) -> Vec<&str> {
 
 /// A row's heading trail, `Doc › Heading`, once when the heading is the
 /// document's title (the section of a title heading): `Doc`.
-fn trail(title: &str) -> &str {
+pub(crate) fn trail(title: &str) -> &str {
     match title.split_once(" › ") {
         Some((doc, heading)) if doc == heading => doc,
         _ => title,

@@ -18,6 +18,7 @@
 
 use crate::dedup::{Delivery, Page, Slice};
 use crate::envelope::one_line;
+use crate::lookup::trail;
 use crate::outbox::SessionDelivery;
 use crate::result::{ResultBuilder, SEPARATOR, escape_framing};
 use crate::session::{CachedDoc, Freshness, Loaded, Session};
@@ -53,6 +54,9 @@ struct Segment {
     /// The headings below the row's down to its own, ` › `-joined.
     below: String,
     range: Range<usize>,
+    /// What `mark_fetch` of its anchor sends: the heading's section,
+    /// subsections included (the whole document for a row without one).
+    bytes: usize,
 }
 
 /// The segments of a row's section in `doc`: its own text, then each of
@@ -74,6 +78,7 @@ fn segments(doc: &Document<Arc<str>>, anchor: Option<&str>) -> Vec<Segment> {
         return vec![Segment {
             anchor: None,
             below: String::new(),
+            bytes: doc.source().len(),
             range,
         }];
     };
@@ -99,6 +104,7 @@ fn segments(doc: &Document<Arc<str>>, anchor: Option<&str>) -> Vec<Segment> {
                 anchor: h.anchor.clone().or_else(|| Some(a.to_string())),
                 below: below.join(" › "),
                 range: doc.own_text_range(h),
+                bytes: h.section.len(),
             }
         })
         .collect()
@@ -175,9 +181,10 @@ pub async fn passages_into(
             if units.is_empty() {
                 continue;
             }
+            let title = trail(&row.title);
             let heading = match segment.below.as_str() {
-                "" => row.title.clone(),
-                below => format!("{} › {below}", row.title),
+                "" => title.to_string(),
+                below => format!("{title} › {below}"),
             };
             sources.push(Source {
                 rank,
@@ -267,10 +274,7 @@ pub async fn passages_into(
         let label = format!(
             "{SEPARATOR}passage {target} · {}{} ===\n",
             one_line(candidate.heading, TITLE_BYTES),
-            row.bytes
-                .filter(|_| segment.anchor == row.anchor)
-                .map(|n| format!(" (section {n} bytes)"))
-                .unwrap_or_default()
+            format_args!(" (section {} bytes)", segment.bytes)
         );
         let mut text = String::new();
         let mut deliveries: Vec<SessionDelivery> = Vec::new();
