@@ -170,7 +170,9 @@ async fn new_certificate_under_a_pin_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resource_read_that_times_out_says_so() {
     let (_store, server) = serve_copy_of::<&str>(&kb(), &[]);
-    let mcp = Mcp::start(&server.reader_args(&["--timeout", "2s"])).await;
+    // --fresh-for 0s: the session's crawl may have cached small.md before the
+    // stop; every read must ask the server, so the stall is what it meets.
+    let mcp = Mcp::start(&server.reader_args(&["--timeout", "2s", "--fresh-for", "0s"])).await;
     let uri = format!("{}/large.md", server.url());
     assert!(mcp.read(&uri).await.is_ok());
     let missing = mcp.read(&uri.replace("large.md", "missing.md")).await;
