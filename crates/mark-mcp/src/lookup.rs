@@ -135,23 +135,25 @@ pub async fn lookup_watched(
     watcher: &dyn CrawlWatcher,
 ) -> ToolText {
     let force = params.force;
-    let read = match params.read {
-        None => DEFAULT_READ,
-        Some(n @ 0..=MAX_READ) => n,
-        Some(n) => {
-            return ToolText::error(format!(
-                "read {n} is out of range; give 0 to {MAX_READ} (the hits whose sections to read)"
-            ));
-        }
+    let read = match at_most(
+        params.read,
+        DEFAULT_READ,
+        MAX_READ,
+        "read",
+        "the hits whose sections to read",
+    ) {
+        Ok(n) => n,
+        Err(e) => return e,
     };
-    let budget = match params.budget {
-        None => DEFAULT_BUDGET,
-        Some(n @ 0..=MAX_BUDGET) => n,
-        Some(n) => {
-            return ToolText::error(format!(
-                "budget {n} is out of range; give 0 to {MAX_BUDGET} (tokens of passages to read)"
-            ));
-        }
+    let budget = match at_most(
+        params.budget,
+        DEFAULT_BUDGET,
+        MAX_BUDGET,
+        "budget",
+        "tokens of passages to read",
+    ) {
+        Ok(n) => n,
+        Err(e) => return e,
     };
     let query = params.query.clone();
     // An answer is compared only with earlier answers to the same search.
@@ -212,6 +214,24 @@ pub async fn lookup_watched(
         .with_text(
             "the same rows as an identical lookup earlier this session; force=true to re-send",
         )
+}
+
+/// `given`, or `default` when not given; a value over `max` is refused in
+/// one sentence naming the parameter (`name`) and what it counts (`what`).
+fn at_most(
+    given: Option<u32>,
+    default: u32,
+    max: u32,
+    name: &str,
+    what: &str,
+) -> Result<u32, ToolText> {
+    match given {
+        None => Ok(default),
+        Some(n) if n <= max => Ok(n),
+        Some(n) => Err(ToolText::error(format!(
+            "{name} {n} is out of range; give 0 to {max} ({what})"
+        ))),
+    }
 }
 
 /// Reads `hits` in rank order into `b`, one fetch per document (its hits'

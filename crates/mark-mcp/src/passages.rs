@@ -202,7 +202,7 @@ pub async fn passages_into(
             rank: s.rank,
             source: s.doc.doc.source(),
             heading: &s.heading,
-            units: s.units.clone(),
+            units: &s.units,
         })
         .collect();
     // The choice is made over everything, then what the session holds is

@@ -45,9 +45,8 @@ pub struct Candidate<'a> {
     pub source: &'a str,
     /// Its heading trail (`Doc › Heading`): words here count for every unit.
     pub heading: &'a str,
-    /// The units a reader may be given (the caller leaves out those it
-    /// already gave).
-    pub units: Vec<PassageUnit>,
+    /// Its units (markdown-slice's [`markdown_slice::Document::passage_units`]).
+    pub units: &'a [PassageUnit],
 }
 
 impl Candidate<'_> {
@@ -246,7 +245,8 @@ mod tests {
             rank,
             source: doc.source(),
             heading,
-            units: doc.passage_units(doc.body_range()),
+            // A test's units live as long as the test process.
+            units: Box::leak(doc.passage_units(doc.body_range()).into_boxed_slice()),
         }
     }
 
