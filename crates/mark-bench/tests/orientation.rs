@@ -69,10 +69,14 @@ async fn orientation_benchmark_runs_over_the_real_binaries() {
             assert_eq!(o.calls, o.trace.len());
         }
     }
+    // What the product recommends (one lookup whose passages answer)
+    // costs less than reading whole documents. (Strategy 2's section reads
+    // are not compared: its lookups carry passages too, and once the
+    // search lands, full-chain reads few and small bundled documents.)
     assert!(
-        section.tokens < full.tokens,
-        "sections ({}) should cost fewer tokens than full documents ({})",
-        section.tokens,
+        plain.tokens < full.tokens,
+        "the plain agent ({}) should cost fewer tokens than full documents ({})",
+        plain.tokens,
         full.tokens
     );
     // Explore-based rows either ran or say exactly why not.

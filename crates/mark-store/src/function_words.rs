@@ -1,6 +1,7 @@
 //! A question is not a keyword query: English function words (articles,
-//! pronouns, auxiliaries, grammatical prepositions and conjunctions, and
-//! the stems contractions leave, `doesn` in `doesn't`) carry no topic, so
+//! pronouns, auxiliaries, grammatical prepositions and conjunctions,
+//! negation and degree words such as `no`, `not`, `more`, `only`, and the
+//! stems contractions leave, `doesn` in `doesn't`) carry no topic, so
 //! they neither rank a row nor count as a word a row lacks.
 //!
 //! Only closed-class words are here; content words that happen to be
@@ -11,6 +12,13 @@ use mark_proto::lookup::word_spans;
 
 /// Closed-class English words and contraction stems, sorted (binary search).
 const FUNCTION_WORDS: &[&str] = &[
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "also",
+    "although",
     "am",
     "an",
     "and",
@@ -21,7 +29,10 @@ const FUNCTION_WORDS: &[&str] = &[
     "at",
     "be",
     "been",
+    "before",
     "being",
+    "below",
+    "between",
     "both",
     "but",
     "by",
@@ -35,12 +46,15 @@ const FUNCTION_WORDS: &[&str] = &[
     "doesn",
     "doing",
     "don",
+    "during",
     "each",
     "either",
     "else",
     "every",
+    "few",
     "for",
     "from",
+    "further",
     "had",
     "hadn",
     "has",
@@ -50,12 +64,14 @@ const FUNCTION_WORDS: &[&str] = &[
     "having",
     "he",
     "her",
+    "here",
     "hers",
     "herself",
     "him",
     "himself",
     "his",
     "how",
+    "however",
     "if",
     "in",
     "into",
@@ -70,24 +86,32 @@ const FUNCTION_WORDS: &[&str] = &[
     "me",
     "might",
     "mine",
+    "more",
+    "most",
     "must",
     "mustn",
     "my",
     "myself",
     "neither",
+    "no",
     "nor",
+    "not",
     "now",
     "of",
     "on",
+    "only",
     "or",
+    "other",
     "our",
     "ours",
     "ourselves",
     "re",
+    "same",
     "shall",
     "she",
     "should",
     "shouldn",
+    "since",
     "so",
     "some",
     "such",
@@ -105,6 +129,10 @@ const FUNCTION_WORDS: &[&str] = &[
     "this",
     "those",
     "to",
+    "too",
+    "unless",
+    "until",
+    "upon",
     "us",
     "ve",
     "very",
@@ -116,6 +144,7 @@ const FUNCTION_WORDS: &[&str] = &[
     "what",
     "when",
     "where",
+    "whereas",
     "whether",
     "which",
     "while",
@@ -125,6 +154,7 @@ const FUNCTION_WORDS: &[&str] = &[
     "why",
     "will",
     "with",
+    "without",
     "won",
     "would",
     "wouldn",
@@ -189,8 +219,8 @@ mod tests {
     fn a_question_keeps_its_topic_words() {
         let words = |q: &str| q.split(' ').map(str::to_string).collect::<Vec<_>>();
         assert_eq!(
-            content_words("Why doesn't my fs.watch fire after these saves?"),
-            words("fs watch fire after saves")
+            content_words("Why doesn't my fs.watch fire after these saves? No more events"),
+            words("fs watch fire saves events")
         );
         assert_eq!(
             content_words("to do"),

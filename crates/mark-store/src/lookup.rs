@@ -78,18 +78,6 @@ pub const DEFAULT_IMPORTANCE: f64 = 0.5;
 pub const LINK_WEIGHT: f64 = 1.5;
 /// Links counted per section (the best-scoring ones).
 pub const LINK_SOURCES: usize = 2;
-/// In any-word mode, the best this many rows are ranked again by which of
-/// the query's words each holds itself, each word weighted by how rare it
-/// is (its IDF): score × (held weight + mean weight) / (all weights + mean
-/// weight), so a row holding the rare word that matters beats one holding
-/// common ones. (Before the weights: score × (held + 1) / (words + 1).)
-/// A section a link lifts for words it does not hold then stays below one
-/// that holds them all (`estuary current phase`: Estuary's "Now" section,
-/// not Tidewatch's Phase 8 that its hub calls current). A fixed number, so
-/// every limit and cursor gives the first rows of one ranking. Measured
-/// (mark-bench ranking and orientation): soul unique headings 97.8 → 98.9 %,
-/// every strategy's tokens down; (held + 1)² lost the plain agent an answer.
-pub const COORDINATED_ROWS: usize = 40;
 /// The format of a persisted index: its schema, its tokenizer, what
 /// parsing keeps of a document (the catalog file) and its ranking. Every
 /// change to one of them bumps it (DESIGN.md, wave-3 rule 6), ranking
@@ -97,7 +85,7 @@ pub const COORDINATED_ROWS: usize = 40;
 /// format keeps its own folder (two releases on one machine do not
 /// rebuild each other's), and the rows of a persisted index stay exactly
 /// a fresh build's.
-pub const INDEX_FORMAT: u32 = 1;
+pub const INDEX_FORMAT: u32 = 2;
 /// Links of one document indexed (the first ones): a page that is a list of
 /// 100,000 links says little about each.
 const MAX_LINKS: usize = 1000;
@@ -1202,7 +1190,7 @@ impl Catalog {
                 };
                 if let Some(doc) = admission.doc(key) {
                     with_doc_row.insert(key.doc);
-                    ranked.push(Ranked::new(true, score, ord, None, doc, None));
+                    ranked.push(Ranked::new(true, score, ord, None, doc, None, u64::MAX));
                 }
             }
         }
@@ -1235,6 +1223,7 @@ impl Catalog {
                     Some(h.address),
                     doc,
                     section,
+                    if query.any { h.held } else { u64::MAX },
                 ));
             }
         }
@@ -1242,34 +1231,36 @@ impl Catalog {
         // ordered and built (a query matching every section of a large
         // tree stays cheap).
         let total = ranked.len();
-        let mut rest = match (&query.terms, query.any) {
-            (Terms::Words(words), true) => {
-                let rest = best_first(&mut ranked, COORDINATED_ROWS);
-                let weights = index.word_weights(&searcher, words)?;
-                let all: f64 = weights.iter().sum();
-                let mean = all / weights.len().max(1) as f64;
-                for r in &mut ranked {
-                    // A catalog row holds every word.
-                    if let Some(address) = r.address {
-                        let held = index.held_words(&searcher, address, words)?;
-                        let got: f64 = weights
-                            .iter()
-                            .zip(&held)
-                            .filter(|(_, h)| **h)
-                            .map(|(w, _)| w)
-                            .sum();
-                        r.score *= (got + mean) / (all + mean);
-                        r.held = Some(held);
-                    }
-                }
-                ranked.sort_by(Ranked::order);
-                rest
+        if let (Terms::Words(words), true) = (&query.terms, query.any) {
+            // Coordination: every row is ranked again by which of the
+            // query's words it holds, each word weighted by how rare it is
+            // (its IDF): score × ((held weight + mean weight) / (all weights
+            // + mean weight))², so a row holding the rare word that matters
+            // beats one holding common ones, and a section a link lifts for
+            // words it does not hold stays below one that holds them all
+            // (`estuary current phase`: Estuary's "Now" section, not
+            // Tidewatch's Phase 8 that its hub calls current). Every row,
+            // not only BM25's best: a short section holding every word
+            // ranked 47th for `watch fs events saves` behind sections whose
+            // headings hold one word, when only BM25's best 40 were ranked
+            // again. Squared, with the heading's boost 2 (was 3) beside it:
+            // mark-bench ranking, Node questions top-5 23 → 26 of 30, MRR
+            // 0.60 → 0.66; bundled 25 → 28, 0.56 → 0.61; every name and
+            // heading target still met.
+            let weights = index.word_weights(&searcher, words)?;
+            let all: f64 = weights.iter().sum();
+            let mean = all / weights.len().max(1) as f64;
+            for r in &mut ranked {
+                let got: f64 = weights
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| r.holds(*i))
+                    .map(|(_, w)| w)
+                    .sum();
+                r.score *= ((got + mean) / (all + mean)).powi(2);
             }
-            _ => std::mem::take(&mut ranked),
-        };
-        ranked.truncate(query.limit);
-        best_first(&mut rest, query.limit - ranked.len());
-        ranked.append(&mut rest);
+        }
+        best_first(&mut ranked, query.limit);
         let mut shown = Vec::with_capacity(ranked.len());
         for r in ranked {
             let doc = r.doc;
@@ -1299,19 +1290,12 @@ impl Catalog {
                     .unwrap_or_default();
                 row.snippet = Some(snippet(&text, &query.terms));
             }
-            // Only a section row can lack a word: a catalog row holds them all.
-            if let (true, Terms::Words(words), Some(address)) =
-                (query.lacks, &query.terms, r.address)
-            {
-                let held = match r.held {
-                    Some(held) => held,
-                    None => index.held_words(&searcher, address, words)?,
-                };
+            if let (true, Terms::Words(words)) = (query.lacks, &query.terms) {
                 row.lacks = words
                     .iter()
-                    .zip(held)
-                    .filter(|(_, held)| !held)
-                    .map(|(w, _)| w.clone())
+                    .enumerate()
+                    .filter(|(i, _)| !r.holds(*i))
+                    .map(|(_, w)| w.clone())
                     .collect();
             }
             shown.push(row);
@@ -1457,9 +1441,9 @@ struct Ranked<'a> {
     address: Option<DocAddress>,
     doc: &'a IndexedDoc,
     section: Option<&'a SectionInfo>,
-    /// Which query words it holds, once the coordination asked (kept for
-    /// its `Lacks` cell).
-    held: Option<Vec<bool>>,
+    /// Which query words it holds ([`TextIndex`]'s `Hit::held`; a catalog
+    /// row, and any row of an all-words query, holds them all).
+    held: u64,
 }
 
 impl<'a> Ranked<'a> {
@@ -1470,6 +1454,7 @@ impl<'a> Ranked<'a> {
         address: Option<DocAddress>,
         doc: &'a IndexedDoc,
         section: Option<&'a SectionInfo>,
+        held: u64,
     ) -> Ranked<'a> {
         Ranked {
             itself,
@@ -1478,8 +1463,15 @@ impl<'a> Ranked<'a> {
             address,
             doc,
             section,
-            held: None,
+            held,
         }
+    }
+
+    /// Whether it holds query word `i`.
+    fn holds(&self, i: usize) -> bool {
+        self.held
+            .checked_shr(i as u32)
+            .is_some_and(|rest| rest & 1 == 1)
     }
 
     fn anchor(&self) -> Option<&str> {
@@ -1756,7 +1748,8 @@ mod tests {
         // Lumen is mentioned more often elsewhere than in its own document,
         // whose folder, file and title are its name.
         let mentions = "# Roadmap\n\n## Next\n\nThe project Lumen, Lumen again, Lumen and Lumen: the project of projects.\n";
-        let index = "# Lumen\n\nA lantern for the reading room.\n";
+        // Like every project hub, it carries the tag `project`.
+        let index = "---\ntags: [project]\n---\n# Lumen\n\nA lantern for the reading room.\n";
         let mut catalog = catalog_among_notes(
             [
                 ("/plans/roadmap.md".to_string(), mentions),
@@ -1770,7 +1763,10 @@ mod tests {
         }
         let parsed = parse_document(&SafePath::parse("/lumen/index.md").unwrap(), index);
         let names = parsed.names(&SafePath::parse("/lumen/index.md").unwrap());
-        assert_eq!(names, [vec!["lumen".to_string()]]);
+        assert_eq!(
+            names,
+            [vec!["lumen".to_string()], vec!["project".to_string()]]
+        );
     }
 
     /// The roadmap's rows for `terms` (`any` or `all`), in rank order, with
@@ -1819,7 +1815,7 @@ mod tests {
     }
 
     /// #13: a section holding every query word ranks above one that a
-    /// link lifts for words it does not hold ([`COORDINATED_ROWS`]).
+    /// link lifts for words it does not hold (the coordination).
     #[test]
     fn a_section_holding_every_word_outranks_one_a_link_lifts() {
         let tide_hub = "# Tidewatch\n\n## Current phase\n\nCurrent phase: [Phase 8 — Replay](roadmap.md#phase-8--replay).\n";

@@ -11,8 +11,8 @@
 //! cut-off below tantivy's own limit, so a long identifier stays one word). Each text field has an
 //! English-stemmed twin that only ranks, and only in any-word mode: all-words
 //! recall uses the exact fields, so the wire default finds what it always
-//! found. Scores are BM25 per field with boosts: the own heading above the
-//! title and tags, above the text, above the headings above (in any-word
+//! found. Scores are BM25 per field with boosts: the own heading and the
+//! title and tags above the text, above the headings above (in any-word
 //! mode a word scores by its best field, see [`TIE`]); a stemmed field
 //! weighs [`STEM`] of its exact twin, so exact forms rank first. Each pair
 //! of adjacent query words is also a phrase query on text and heading, so
@@ -41,7 +41,6 @@ use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tantivy::DocSet;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::Column;
 use tantivy::directory::error::LockError;
@@ -65,7 +64,7 @@ use tantivy::{
 const WORDS: &str = "mark_words";
 const STEMMED: &str = "mark_words_en";
 /// Boosts per field (BM25 scores are summed over the matching clauses).
-const W_HEADING: Score = 3.0;
+const W_HEADING: Score = 2.0;
 const W_TITLE: Score = 2.0;
 const W_TEXT: Score = 1.0;
 const W_TRAIL: Score = 0.5;
@@ -265,14 +264,22 @@ pub(crate) struct LinkEntry<'a> {
 }
 
 /// One matching row: the caller's key, the score, whether a section holds
-/// a query word in its own text or heading, where to read it.
+/// a query word in its own text or heading, which query words it holds,
+/// where to read it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Hit {
     pub ord: u64,
     pub score: Score,
     pub itself: bool,
+    /// Bit `i` set: the entry holds query word `i` in its text, headings,
+    /// title or tags, exactly or by its English stem (an any-word section
+    /// search only; 0 otherwise).
+    pub held: u64,
     pub address: DocAddress,
 }
+
+/// The most query words a search tells apart in [`Hit::held`].
+pub(crate) const MAX_HELD_WORDS: usize = 64;
 
 /// The index and its writer: always there in RAM; for a persisted index
 /// only while an update holds tantivy's writer lock.
@@ -836,12 +843,33 @@ impl TextIndex {
         )
         .weight(EnableScoring::disabled_from_searcher(searcher))
         .map_err(io_error)?;
+        // Which words each hit holds anywhere (any-word mode: in all-words
+        // mode every hit holds them all).
+        let held = if any {
+            words
+                .iter()
+                .take(MAX_HELD_WORDS)
+                .map(|w| {
+                    Self::any_of(
+                        anywhere
+                            .iter()
+                            .flat_map(|p| self.word_in(*p, w, true))
+                            .collect(),
+                    )
+                    .weight(EnableScoring::disabled_from_searcher(searcher))
+                    .map_err(io_error)
+                })
+                .collect::<io::Result<Vec<_>>>()?
+        } else {
+            Vec::new()
+        };
         self.search(
             searcher,
             SECTION,
             &BooleanQuery::new(clauses),
             &AllHits {
                 itself: Some(itself),
+                held,
             },
         )
     }
@@ -859,7 +887,7 @@ impl TextIndex {
             searcher,
             LINK,
             &BooleanQuery::new(clauses),
-            &AllHits { itself: None },
+            &AllHits::plain(),
         )
     }
 
@@ -872,7 +900,7 @@ impl TextIndex {
             clauses.extend(self.word_in(f.heading, w, false));
         }
         let query = BoostQuery::new(Box::new(BooleanQuery::new(clauses)), W_DOCUMENT);
-        self.search(searcher, DOCUMENT, &query, &AllHits { itself: None })
+        self.search(searcher, DOCUMENT, &query, &AllHits::plain())
     }
 
     /// Runs `query` over the links (`kind` [`LINK`]) or over the sections
@@ -900,48 +928,6 @@ impl TextIndex {
         searcher
             .search_with_statistics_provider(query, collector, &stats)
             .map_err(io_error)
-    }
-
-    /// Which of `words` the section hit at `address` holds, in its text,
-    /// headings, title or tags, exactly or by its English stem (as an
-    /// any-word search matches): the per-row check behind a row's `lacks`.
-    /// One posting lookup per word and field, so it costs only the rows
-    /// shown, never the whole result.
-    pub(crate) fn held_words(
-        &self,
-        searcher: &Searcher,
-        address: DocAddress,
-        words: &[String],
-    ) -> io::Result<Vec<bool>> {
-        let f = self.fields;
-        let segment = searcher.segment_reader(address.segment_ord);
-        let doc = address.doc_id;
-        let mut fields = Vec::with_capacity(8);
-        for pair in [f.title, f.heading, f.trail, f.text] {
-            for (field, stemmed) in [(pair.exact, false), (pair.stemmed, true)] {
-                let postings = segment.inverted_index(field).map_err(io_error)?;
-                fields.push((field, postings, stemmed));
-            }
-        }
-        words
-            .iter()
-            .map(|w| {
-                let stem = self.stem(w);
-                for (field, postings, stemmed) in &fields {
-                    let text = if *stemmed { &stem } else { w };
-                    let term = Term::from_field_text(*field, text);
-                    if let Some(mut docs) = postings.read_postings(&term, IndexRecordOption::Basic)?
-                        // A posting list starts at its first document; one
-                        // past `doc` cannot hold it (and seeking back is not allowed).
-                        && docs.doc() <= doc
-                        && docs.seek(doc) == doc
-                    {
-                        return Ok(true);
-                    }
-                }
-                Ok(false)
-            })
-            .collect()
     }
 
     /// How much each of `words` says about a section: its inverse document
@@ -984,7 +970,7 @@ impl TextIndex {
         searcher
             .search(
                 &BooleanQuery::new(vec![self.kind(SECTION)]),
-                &AllHits { itself: None },
+                &AllHits::plain(),
             )
             .map_err(io_error)
     }
@@ -1040,12 +1026,36 @@ impl Bm25StatisticsProvider for KindStatistics<'_> {
 /// matches are flagged as holding a word themselves.
 struct AllHits {
     itself: Option<Box<dyn Weight>>,
+    /// One per query word: the entries holding it ([`Hit::held`]).
+    held: Vec<Box<dyn Weight>>,
+}
+
+impl AllHits {
+    /// Hits with neither flag computed.
+    fn plain() -> AllHits {
+        AllHits {
+            itself: None,
+            held: Vec::new(),
+        }
+    }
+}
+
+/// The entries of `reader` that `weight` matches.
+fn matched(weight: &dyn Weight, reader: &SegmentReader) -> tantivy::Result<BitSet> {
+    let mut set = BitSet::with_max_value(reader.max_doc());
+    weight.for_each_no_score(reader, &mut |docs| {
+        for &doc in docs {
+            set.insert(doc);
+        }
+    })?;
+    Ok(set)
 }
 
 struct SegmentHits {
     segment: SegmentOrdinal,
     ord: Column<u64>,
     itself: Option<BitSet>,
+    held: Vec<BitSet>,
     hits: Vec<Hit>,
 }
 
@@ -1059,21 +1069,18 @@ impl Collector for AllHits {
         reader: &SegmentReader,
     ) -> tantivy::Result<SegmentHits> {
         let itself = match &self.itself {
-            Some(weight) => {
-                let mut set = BitSet::with_max_value(reader.max_doc());
-                weight.for_each_no_score(reader, &mut |docs| {
-                    for &doc in docs {
-                        set.insert(doc);
-                    }
-                })?;
-                Some(set)
-            }
+            Some(weight) => Some(matched(weight.as_ref(), reader)?),
             None => None,
         };
         Ok(SegmentHits {
             segment,
             ord: reader.fast_fields().u64("ord")?,
             itself,
+            held: self
+                .held
+                .iter()
+                .map(|w| matched(w.as_ref(), reader))
+                .collect::<tantivy::Result<_>>()?,
             hits: Vec::new(),
         })
     }
@@ -1096,6 +1103,12 @@ impl SegmentCollector for SegmentHits {
                 ord,
                 score,
                 itself: self.itself.as_ref().is_some_and(|set| set.contains(doc)),
+                held: self
+                    .held
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, set)| set.contains(doc))
+                    .fold(0, |mask, (i, _)| mask | 1 << i),
                 address: DocAddress::new(self.segment, doc),
             });
         }
@@ -1221,7 +1234,7 @@ mod tests {
     }
 
     #[test]
-    fn held_words_are_checked_per_row_in_every_field_and_form() {
+    fn each_hit_says_which_words_it_holds_in_every_field_and_form() {
         let mut index = TextIndex::new().unwrap();
         for (ord, heading, text) in [
             (1, "Pier", "Pier deploys callbacks."),
@@ -1242,15 +1255,13 @@ mod tests {
         let searcher = index.searcher().unwrap();
         let query = words(&["pier", "callback", "harbour", "work"]);
         let found = index.sections(&searcher, &query, true).unwrap();
-        let held = |ord: u64| {
-            let hit = found.iter().find(|h| h.ord == ord).unwrap();
-            index.held_words(&searcher, hit.address, &query).unwrap()
-        };
-        assert_eq!(held(1), [true, true, true, false], "callbacks by its stem");
-        assert_eq!(
-            held(2),
-            [false, false, true, true],
-            "harbour from the title"
+        let held = |ord: u64| found.iter().find(|h| h.ord == ord).unwrap().held;
+        assert_eq!(held(1), 0b0111, "callbacks by its stem");
+        assert_eq!(held(2), 0b1100, "harbour from the title");
+        let all_words = index.sections(&searcher, &query[2..], false).unwrap();
+        assert!(
+            all_words.iter().all(|h| h.held == 0),
+            "all-words mode holds every word by definition"
         );
     }
 
