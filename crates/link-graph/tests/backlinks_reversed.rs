@@ -8,7 +8,7 @@ use link_graph::{Edge, LinkGraph, LinkTarget, NoteName};
 use proptest::prelude::*;
 
 const FOLDERS: &[&str] = &["", "notes/", "archive/", "archive/2020/"];
-const NAMES: &[&str] = &["Alpha", "Beta", "Plan", "Index", "Missing"];
+const NAMES: &[&str] = &["Alpha", "Beta", "Plan", "Index", "Ärger", "Missing"];
 
 fn path(folder: usize, name: usize) -> String {
     format!("/{}{}.md", FOLDERS[folder], NAMES[name])

@@ -45,6 +45,10 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 pub struct CrawlSettings {
     /// Documents, bytes, total time and requests in flight of one crawl.
     pub limits: CrawlLimits,
+    /// LIST pages one crawl sends at most: a server's endless folders or
+    /// cursors stop there; a folder (`--root`) is listed whole
+    /// (`usize::MAX`), bounded by bytes and time only.
+    pub max_listings: usize,
     /// How long a card waits for an unfinished crawl before it answers with
     /// the graph as it is (the crawl goes on in the background).
     pub wait: Duration,
@@ -67,6 +71,7 @@ impl Default for CrawlSettings {
                 time_budget: Duration::from_secs(60),
                 max_in_flight: 16,
             },
+            max_listings: link_graph::DEFAULT_MAX_LISTINGS,
             wait: Duration::from_secs(10),
             fresh_for: Duration::from_secs(60),
             at_start: false,
@@ -685,7 +690,7 @@ async fn crawl(
     clock: &(dyn Fn() -> Instant + Sync),
 ) -> Option<CrawlOutcome> {
     let mut plan = match CrawlPlan::new("/", shared.settings.limits, clock()) {
-        Ok(p) => p,
+        Ok(p) => p.with_max_listings(shared.settings.max_listings),
         Err(e) => {
             tracing::warn!(error = %e, "crawl not started");
             return None;
