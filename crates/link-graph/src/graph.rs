@@ -552,6 +552,51 @@ impl LinkGraph {
         self.entry(path).is_some()
     }
 
+    /// Every indexed document: its path, the etag and the title it was indexed with, in no
+    /// particular order (with [`Self::saved_edges`], what a later graph is rebuilt from).
+    pub fn indexed_documents(&self) -> impl Iterator<Item = (&str, &str, Option<&str>)> {
+        self.docs.iter().enumerate().filter_map(|(i, doc)| {
+            let doc = doc.as_ref()?;
+            let id = PathId::from_raw(u32::try_from(i).ok()?)?;
+            Some((self.paths.path(id), &*doc.etag, doc.title.as_deref()))
+        })
+    }
+
+    /// The edges of `path` as [`Self::update`] takes them, giving the graph it holds now:
+    /// the stored links (a link by note name as a name, not as what it resolves to now).
+    /// `None` if `path` is not indexed.
+    pub fn saved_edges(&self, path: &str) -> Option<Vec<Edge>> {
+        let doc = self.entry(path)?;
+        let edges = doc.edges.iter().map(|edge| {
+            let target = PathId::from_raw(edge.target);
+            let note = (edge.how & HOW != BY_PATH).then(|| NoteName {
+                // `.md` again, so `link_name` gives back the stored name whatever dots it has.
+                name: format!("{}.md", doc.str(edge.name)),
+                path_first: edge.how & HOW == PATH_THEN_NAME,
+                embed: edge.how & EMBED != 0,
+            });
+            let target = match (target, &note) {
+                (Some(id), _) => LinkTarget::Document {
+                    path: self.paths.path(id).to_owned(),
+                    fragment: doc.opt_str(edge.detail),
+                },
+                // Found by name only: the path is not read.
+                (None, Some(_)) => LinkTarget::Document {
+                    path: "/".to_owned(),
+                    fragment: doc.opt_str(edge.detail),
+                },
+                (None, None) => LinkTarget::External(doc.str(edge.detail).to_owned()),
+            };
+            Edge {
+                section: doc.section(edge),
+                text: doc.str(edge.text).to_owned(),
+                target,
+                note,
+            }
+        });
+        Some(edges.collect())
+    }
+
     /// The links into `path` from other indexed documents: one per (source, section), the
     /// first link of that section. Ordered by source path, then by the sections' order in
     /// the source document. Empty if nothing links there *yet*: read [`Self::coverage`]

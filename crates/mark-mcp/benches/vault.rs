@@ -11,7 +11,9 @@
 //! cards, and after the lookup and a card (index and graph), with its peak
 //! (VmHWM). Two more processes measure the kept index (issue 29): the first
 //! `mark_lookup` of a process that builds and keeps it (a new `--index-dir`
-//! each round), then of the next process, which reads it.
+//! each round), then of the next process, which reads it; and the first
+//! card of a process after one whose crawl kept the graph (it starts from
+//! the kept graph and revalidates it).
 //!
 //! A second table times cards on big layouts: 40,000 notes (`write_vault`),
 //! 20,000 in 200 folders of 100 sharing their names (`write_shared_names`:
@@ -57,6 +59,9 @@ struct Round {
     kept_build: Duration,
     /// The first lookup of the next process, which reads the kept index.
     kept_read: Duration,
+    /// The first card of a process that starts from the graph the one
+    /// before kept (its crawl revalidates it).
+    kept_card: Duration,
 }
 
 /// `mark-mcp --root VAULT --index-dir INDEX_DIR` (`''`: nothing kept).
@@ -119,9 +124,15 @@ async fn round(vault: &Path, notes: usize) -> Round {
     let kept = kept.path().to_str().unwrap();
     let (building, session) = first_lookup(vault, kept, notes).await;
     session.close().await;
-    let (reading, session) = first_lookup(vault, kept, notes).await;
+    let (reading, mut session) = first_lookup(vault, kept, notes).await;
+    // This process's crawl keeps the graph; the next one starts from it.
+    card(&mut session, 0).await;
+    session.close().await;
+    let mut session = start(vault, kept).await;
+    let kept_card = card(&mut session, 0).await;
     session.close().await;
     Round {
+        kept_card,
         first_card,
         first_lookup: in_memory,
         kept_build: building,
@@ -283,6 +294,7 @@ fn main() {
                 column(|r| r.warm_card),
                 column(|r| r.kept_build),
                 column(|r| r.kept_read),
+                column(|r| r.kept_card),
             ],
             [kib(|r| r.graph_rss), kib(|r| r.rss), kib(|r| r.peak)],
         ));
@@ -290,14 +302,15 @@ fn main() {
     let mib = |kib: u64| kib as f64 / 1024.0;
     println!("{rounds} rounds per vault, medians (each round a new mark-mcp --root VAULT):");
     println!(
-        "| notes | markdown | first card (full crawl) | first lookup (index built in memory) | first lookup (index built and kept) | first lookup (index kept) | warm card | RSS, cards only | RSS, lookup and card | peak RSS |"
+        "| notes | markdown | first card (full crawl) | first card (graph kept) | first lookup (index built in memory) | first lookup (index built and kept) | first lookup (index kept) | warm card | RSS, cards only | RSS, lookup and card | peak RSS |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (notes, bytes, [card, lookup, warm, build, read], [graph, rss, peak]) in &rows {
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (notes, bytes, [card, lookup, warm, build, read, kept_card], [graph, rss, peak]) in &rows {
         println!(
-            "| {notes} | {:.1} MB | {:.2} s | {:.2} s | {:.2} s | {:.0} ms | {:.1} ms | {:.1} MiB | {:.1} MiB | {:.1} MiB |",
+            "| {notes} | {:.1} MB | {:.2} s | {:.2} s | {:.2} s | {:.2} s | {:.0} ms | {:.1} ms | {:.1} MiB | {:.1} MiB | {:.1} MiB |",
             *bytes as f64 / 1e6,
             card.as_secs_f64(),
+            kept_card.as_secs_f64(),
             lookup.as_secs_f64(),
             build.as_secs_f64(),
             read.as_secs_f64() * 1000.0,

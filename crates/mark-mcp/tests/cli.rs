@@ -470,6 +470,8 @@ fn index_folders(dir: &std::path::Path) -> Vec<usize> {
     std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
+                // The kept link graph (`graph-…`) lies beside the index folders.
+                .filter(|e| e.file_name().to_string_lossy().starts_with("lookup-"))
                 .map(|e| std::fs::read_dir(e.path()).map_or(0, |f| f.count()))
                 .collect()
         })
