@@ -4,12 +4,16 @@
 //! card of a session that starts from the kept graph equals a fresh
 //! session's (`--index-dir ''`) byte for byte; a broken kept file is one
 //! line on stderr and the same cards; the `index` verb shows and clears it.
+//! Over `--host`, a later session revalidates the kept graph with
+//! conditional FETCHes (a real `mark-server` logs them `not-modified`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
+use serde_json::json;
 use std::path::{Path, PathBuf};
-use support::{copy_dir, run_once};
+use std::time::Duration;
+use support::{Mcp, copy_dir, fetch_statuses, run_once, serve_copy_of};
 
 fn vault() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/vault")
@@ -141,4 +145,30 @@ fn the_index_verb_shows_and_clears_the_kept_graph() {
     let (cleared, _) = run(root.path(), dir, &["index", "--clear"]);
     assert!(cleared.contains("Removed the kept link graph"), "{cleared}");
     assert!(kept_files(cache.path()).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_a_server_a_later_session_revalidates_the_kept_graph_by_etag() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/explore");
+    let (_store, server) = serve_copy_of::<&str>(&fixture, &[]);
+    let cache = tempfile::tempdir().unwrap();
+    let args = server.reader_args(&["--index-dir", cache.path().to_str().unwrap()]);
+    let mut cards = Vec::new();
+    for session in 1..=2 {
+        let mcp = Mcp::start(&args).await;
+        let card = mcp.call("mark_explore", json!({"url": "/hub.md"})).await;
+        assert!(card.text.contains("graph complete"), "{}", card.text);
+        cards.push(card.text);
+        mcp.stop().await;
+        assert_eq!(kept_files(cache.path()).len(), 1, "session {session}");
+        // A leaf no card read: only the crawls fetched it.
+        let wait = Duration::from_secs(10);
+        server.wait_for_requests("FETCH", "/refs/ref-17.md", session, wait);
+    }
+    assert_eq!(cards[0], cards[1]);
+    assert_eq!(
+        fetch_statuses(&server, "/refs/ref-17.md"),
+        ["ok", "not-modified"],
+        "the second session's crawl asked with the kept etag"
+    );
 }
