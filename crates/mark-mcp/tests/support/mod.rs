@@ -39,10 +39,13 @@ pub fn bin() -> &'static str {
 }
 
 /// The cache folder the binary defaults to in these tests (`XDG_CACHE_HOME`,
-/// in cargo's target folder): what a session keeps between sessions when no
-/// `--index-dir` is given (the link graph) stays out of the user's cache.
+/// in cargo's target folder, one per test process): what a session keeps
+/// between sessions when no `--index-dir` is given (the link graph) stays
+/// out of the user's cache, and one test's sessions never start from what
+/// another's kept (nextest runs each test in a process of its own).
 pub fn cache_home() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache-home")
+    let folder = format!("cache-home-{}", std::process::id());
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(folder)
 }
 
 /// Runs the binary once with `args`: no token in its environment, no stdin.
