@@ -106,6 +106,7 @@ fn open_reads_plain_files_and_sources() {
 #[test]
 fn stdout_carries_only_json_rpc() {
     let mut child = Command::new(bin())
+        .env("XDG_CACHE_HOME", support::cache_home())
         .args(["--root", &kb().display().to_string()])
         .env("RUST_LOG", "debug")
         .stdin(Stdio::piped())
