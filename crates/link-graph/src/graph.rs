@@ -136,6 +136,10 @@ const BY_NAME: u8 = 2;
 const HOW: u8 = 3;
 const EMBED: u8 = 4;
 
+/// Names already resolved during one read of the graph, by (linking folder, lower-case
+/// name): the vault rule reads nothing else of the linking note.
+type Picks = HashMap<(String, String), Option<PathId>>;
+
 /// What a stored edge points at now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Resolved {
@@ -548,6 +552,51 @@ impl LinkGraph {
         self.entry(path).is_some()
     }
 
+    /// Every indexed document: its path, the etag and the title it was indexed with, in no
+    /// particular order (with [`Self::saved_edges`], what a later graph is rebuilt from).
+    pub fn indexed_documents(&self) -> impl Iterator<Item = (&str, &str, Option<&str>)> {
+        self.docs.iter().enumerate().filter_map(|(i, doc)| {
+            let doc = doc.as_ref()?;
+            let id = PathId::from_raw(u32::try_from(i).ok()?)?;
+            Some((self.paths.path(id), &*doc.etag, doc.title.as_deref()))
+        })
+    }
+
+    /// The edges of `path` as [`Self::update`] takes them, giving the graph it holds now:
+    /// the stored links (a link by note name as a name, not as what it resolves to now).
+    /// `None` if `path` is not indexed.
+    pub fn saved_edges(&self, path: &str) -> Option<Vec<Edge>> {
+        let doc = self.entry(path)?;
+        let edges = doc.edges.iter().map(|edge| {
+            let target = PathId::from_raw(edge.target);
+            let note = (edge.how & HOW != BY_PATH).then(|| NoteName {
+                // `.md` again, so `link_name` gives back the stored name whatever dots it has.
+                name: format!("{}.md", doc.str(edge.name)),
+                path_first: edge.how & HOW == PATH_THEN_NAME,
+                embed: edge.how & EMBED != 0,
+            });
+            let target = match (target, &note) {
+                (Some(id), _) => LinkTarget::Document {
+                    path: self.paths.path(id).to_owned(),
+                    fragment: doc.opt_str(edge.detail),
+                },
+                // Found by name only: the path is not read.
+                (None, Some(_)) => LinkTarget::Document {
+                    path: "/".to_owned(),
+                    fragment: doc.opt_str(edge.detail),
+                },
+                (None, None) => LinkTarget::External(doc.str(edge.detail).to_owned()),
+            };
+            Edge {
+                section: doc.section(edge),
+                text: doc.str(edge.text).to_owned(),
+                target,
+                note,
+            }
+        });
+        Some(edges.collect())
+    }
+
     /// The links into `path` from other indexed documents: one per (source, section), the
     /// first link of that section. Ordered by source path, then by the sections' order in
     /// the source document. Empty if nothing links there *yet*: read [`Self::coverage`]
@@ -573,10 +622,19 @@ impl LinkGraph {
             .filter_map(|s| Some((self.paths.path(s), self.docs[s.index()].as_ref()?)))
             .collect();
         sources.sort_unstable_by_key(|&(p, _)| p);
+        // Only an edge by this path or by a name with this stem can point here; a name is
+        // resolved once per linking folder (the rule reads only the source's folder), so a
+        // name a thousand notes share costs a pick per folder, not per link.
+        let stem = note_stem(path).unwrap_or_default();
+        let mut picks = Picks::default();
         let mut found = Vec::new();
         for (source, doc) in sources {
             let mut sections_seen = HashSet::new();
-            let into = |e: &&StoredEdge| self.resolve(source, doc, e) == Resolved::Doc(target);
+            let into = |e: &&StoredEdge| {
+                (e.target == target.raw()
+                    || (e.how & HOW != BY_PATH && name_stem(doc.str(e.name)) == stem))
+                    && self.resolve_in(source, doc, e, &mut picks) == Resolved::Doc(target)
+            };
             for edge in doc.edges.iter().filter(into) {
                 if sections_seen.insert(edge.section) {
                     found.push(Backlink {
@@ -626,6 +684,17 @@ impl LinkGraph {
     /// Where `edge` of `doc` (indexed at `source`) points now: by path, or by the vault
     /// rule over the documents known at this moment (see the crate documentation).
     fn resolve(&self, source: &str, doc: &DocEntry, edge: &StoredEdge) -> Resolved {
+        self.resolve_in(source, doc, edge, &mut Picks::default())
+    }
+
+    /// [`Self::resolve`], reusing the names `picks` already resolved for a folder.
+    fn resolve_in(
+        &self,
+        source: &str,
+        doc: &DocEntry,
+        edge: &StoredEdge,
+        picks: &mut Picks,
+    ) -> Resolved {
         let by_path = PathId::from_raw(edge.target);
         match (edge.how & HOW, by_path) {
             (BY_PATH, Some(id)) => return Resolved::Doc(id),
@@ -634,12 +703,17 @@ impl LinkGraph {
             _ => {}
         }
         let name = doc.str(edge.name);
-        let candidates = self
-            .names
-            .with_stem(&name_stem(name))
-            .iter()
-            .map(|&id| (id, self.paths.path(id)));
-        match (pick(name, source, candidates), by_path) {
+        let folder = &source[..source.rfind('/').map_or(0, |i| i + 1)];
+        let key = (folder.to_owned(), name.to_lowercase());
+        let picked = *picks.entry(key).or_insert_with(|| {
+            let candidates = self
+                .names
+                .with_stem(&name_stem(name))
+                .iter()
+                .map(|&id| (id, self.paths.path(id)));
+            pick(name, source, candidates)
+        });
+        match (picked, by_path) {
             (Some(id), _) | (None, Some(id)) => Resolved::Doc(id),
             (None, None) => Resolved::Unresolved,
         }

@@ -114,11 +114,10 @@ pub(crate) fn pick<'a>(
     let folder = &source[..source.rfind('/').map_or(0, |i| i + 1)];
     let mut best: Option<(u8, usize, &str, PathId)> = None;
     for (id, path) in candidates {
-        let lower = path.to_lowercase();
-        if !lower.ends_with(suffix) {
+        let Some(whole) = ends_with_lowered(path, suffix) else {
             continue;
-        }
-        let rank = if lower == exact {
+        };
+        let rank = if whole {
             0
         } else if path.rfind('/').is_some_and(|i| &path[..=i] == folder) {
             1
@@ -131,6 +130,19 @@ pub(crate) fn pick<'a>(
         }
     }
     best.map(|b| b.3)
+}
+
+/// Whether `path` in lower case ends with `suffix` (lower case already): `Some(true)` when
+/// it is all of it, `Some(false)` for a shorter ending, `None` for none. An ASCII path is
+/// compared in place; another is lowered first.
+fn ends_with_lowered(path: &str, suffix: &str) -> Option<bool> {
+    if path.is_ascii() {
+        let tail = path.len().checked_sub(suffix.len())?;
+        let ends = path.as_bytes()[tail..].eq_ignore_ascii_case(suffix.as_bytes());
+        return ends.then_some(tail == 0);
+    }
+    let lower = path.to_lowercase();
+    lower.ends_with(suffix).then(|| lower == suffix)
 }
 
 #[cfg(test)]

@@ -280,6 +280,11 @@ impl Cli {
                     time_budget: self.crawl_time,
                     max_in_flight: usize::from(self.crawl_concurrency),
                 },
+                // A folder is listed whole: `--crawl-bytes` and `--crawl-time` bound it.
+                max_listings: match self.source_choice() {
+                    Some(SourceChoice::Folder(_)) => usize::MAX,
+                    _ => link_graph::DEFAULT_MAX_LISTINGS,
+                },
                 // A hook answers within its deadline, whatever the size of the source.
                 wait: if matches!(self.verb, Some(Verb::Hook { .. })) {
                     crate::hook::HOOK_CRAWL_WAIT
@@ -579,5 +584,13 @@ mod tests {
         assert_eq!(set.max_documents, 7);
         let server = limits(&["mark-mcp", "--host", "docs.example.org"]);
         assert_eq!(server.max_documents, SERVER_CRAWL_DOCS);
+    }
+
+    #[test]
+    fn a_folder_crawl_lists_every_folder_and_a_server_crawl_has_a_listing_cap() {
+        let listings = |args: &[&str]| Cli::parse_from(args).settings().crawl.max_listings;
+        assert_eq!(listings(&["mark-mcp", "--root", "/tmp/vault"]), usize::MAX);
+        let server = listings(&["mark-mcp", "--host", "docs.example.org"]);
+        assert_eq!(server, link_graph::DEFAULT_MAX_LISTINGS);
     }
 }

@@ -17,6 +17,7 @@
 //! LOOKUP code.
 
 use crate::cache::Stamp;
+use crate::kept_graph::KeptGraph;
 use crate::keys::{graph_key, wire_path};
 use crate::list::Completeness;
 use crate::source::{Source, SourceError};
@@ -45,6 +46,10 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 pub struct CrawlSettings {
     /// Documents, bytes, total time and requests in flight of one crawl.
     pub limits: CrawlLimits,
+    /// LIST pages one crawl sends at most: a server's endless folders or
+    /// cursors stop there; a folder (`--root`) is listed whole
+    /// (`usize::MAX`), bounded by bytes and time only.
+    pub max_listings: usize,
     /// How long a card waits for an unfinished crawl before it answers with
     /// the graph as it is (the crawl goes on in the background).
     pub wait: Duration,
@@ -67,6 +72,7 @@ impl Default for CrawlSettings {
                 time_budget: Duration::from_secs(60),
                 max_in_flight: 16,
             },
+            max_listings: link_graph::DEFAULT_MAX_LISTINGS,
             wait: Duration::from_secs(10),
             fresh_for: Duration::from_secs(60),
             at_start: false,
@@ -216,6 +222,8 @@ struct Indexed {
     graph: LinkGraph,
     stamps: HashMap<String, Stamp>,
     search: Option<DocumentIndex>,
+    /// Documents were indexed or removed since the graph was last kept.
+    changed: bool,
 }
 
 impl Indexed {
@@ -251,10 +259,12 @@ impl Indexed {
         }
         if taken {
             self.stamps.insert(path.to_string(), stamp);
+            self.changed = true;
         }
     }
 
     fn remove(&mut self, path: &str) {
+        self.changed = true;
         self.graph.remove(path);
         self.stamps.remove(path);
         if let Some(search) = &mut self.search
@@ -299,6 +309,10 @@ struct Shared {
     running: Mutex<Option<Arc<Notify>>>,
     /// The last crawl that ran to its end.
     last: Mutex<Option<LastCrawl>>,
+    /// The graph kept between sessions, if any ([`SessionGraph::keep_in`]).
+    kept: std::sync::OnceLock<KeptGraph>,
+    /// Whether the kept graph was loaded (by the first crawl).
+    kept_loaded: std::sync::atomic::AtomicBool,
 }
 
 /// When the last finished crawl started, and whether it saw everything.
@@ -395,12 +409,15 @@ impl SessionGraph {
                     graph: LinkGraph::with_byte_bound(settings.graph_bytes),
                     stamps: HashMap::new(),
                     search: None,
+                    changed: false,
                 }),
                 source,
                 settings,
                 progress: watch::Sender::new(CrawlProgress::idle()),
                 running: Mutex::new(None),
                 last: Mutex::new(None),
+                kept: std::sync::OnceLock::new(),
+                kept_loaded: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -408,6 +425,14 @@ impl SessionGraph {
     /// The crawl's settings.
     pub fn settings(&self) -> &CrawlSettings {
         &self.shared.settings
+    }
+
+    /// Keeps the graph between sessions in `kept`: the first crawl starts
+    /// from what it holds (and revalidates it), and every crawl that ends
+    /// complete writes it (see [`crate::kept_graph`]). Set once; later
+    /// calls change nothing.
+    pub fn keep_in(&self, kept: KeptGraph) {
+        let _ = self.shared.kept.set(kept);
     }
 
     /// Where the crawl stands now.
@@ -684,8 +709,9 @@ async fn crawl(
     stop: &Notify,
     clock: &(dyn Fn() -> Instant + Sync),
 ) -> Option<CrawlOutcome> {
+    restore_kept(shared, clock()).await;
     let mut plan = match CrawlPlan::new("/", shared.settings.limits, clock()) {
-        Ok(p) => p,
+        Ok(p) => p.with_max_listings(shared.settings.max_listings),
         Err(e) => {
             tracing::warn!(error = %e, "crawl not started");
             return None;
@@ -745,7 +771,44 @@ async fn crawl(
     }
     let complete = outcome.complete && shared.progress.borrow().unstated_listings == 0;
     *lock(&shared.last) = Some(LastCrawl { started, complete });
+    if complete {
+        write_kept(shared).await;
+    }
     Some(outcome)
+}
+
+/// Before the session's first crawl: the kept graph, stamped `now` (any
+/// answer the crawl gets is newer).
+async fn restore_kept(shared: &Shared, now: Instant) {
+    use std::sync::atomic::Ordering;
+    let Some(kept) = shared.kept.get().cloned() else {
+        return;
+    };
+    if shared.kept_loaded.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let docs = tokio::task::spawn_blocking(move || kept.load())
+        .await
+        .unwrap_or_default();
+    let held = &mut *shared.write();
+    let stamp = Stamp::new(None, now, now);
+    KeptGraph::restore(docs, &mut held.graph, &mut held.stamps, stamp);
+}
+
+/// After a complete crawl that changed the graph: the graph written as
+/// the kept one.
+async fn write_kept(shared: &Shared) {
+    let Some(kept) = shared.kept.get().cloned() else {
+        return;
+    };
+    if !std::mem::take(&mut shared.write().changed) {
+        return;
+    }
+    let bytes = kept.encode(&shared.read().graph);
+    let written = tokio::task::spawn_blocking(move || kept.write(&bytes)).await;
+    if let Ok(Err(e)) = written {
+        tracing::warn!(error = %e, "the link graph could not be kept for the next session");
+    }
 }
 
 /// What one answered step added to the crawl's progress.

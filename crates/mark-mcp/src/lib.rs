@@ -28,6 +28,7 @@ pub mod envelope;
 pub mod explore;
 pub mod fetch;
 pub mod hook;
+pub mod kept_graph;
 pub mod keys;
 pub mod list;
 pub mod lookup;

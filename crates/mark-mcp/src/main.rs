@@ -95,6 +95,12 @@ async fn run(mut cli: Cli) -> ExitCode {
     };
     tracing::debug!(source = %source.describe(), "mark-mcp starting");
     let session = Arc::new(Session::new(source, cli.settings()));
+    // The SessionStart hook's process writes nothing to the cache.
+    if !matches!(cli.verb, Some(Verb::Hook { .. }))
+        && let Some(kept) = sources::kept_graph(&cli)
+    {
+        session.graph().keep_in(kept);
+    }
     let Some(verb) = cli.verb.take() else {
         // A one-shot verb crawls only if it needs the graph (explore).
         if session.settings().crawl.at_start {

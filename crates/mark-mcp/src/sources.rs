@@ -3,6 +3,7 @@
 //! command line.
 
 use crate::cli::{Cli, SourceChoice};
+use crate::kept_graph::KeptGraph;
 use crate::pace::{self, Pace};
 use crate::source::{Source, SourceError};
 use crate::token_file;
@@ -275,9 +276,60 @@ pub fn local(cli: &Cli, root: &Path) -> Result<LocalSource, String> {
     Ok(source)
 }
 
+/// The link graph kept between sessions for the source the options name,
+/// in the cache folder (`--index-dir`; `''` keeps nothing): by a folder's
+/// canonical root, or by a server's origin and its token's identity.
+pub fn kept_graph(cli: &Cli) -> Option<KeptGraph> {
+    let cache = IndexStorage::in_folder_or_cache(cli.index_dir.clone(), 0)?.folder;
+    match cli.source_choice()? {
+        SourceChoice::Folder(root) => {
+            let root = std::fs::canonicalize(root).ok()?;
+            let source = format!("folder {}", root.display());
+            Some(KeptGraph::new(&cache, &source, None))
+        }
+        SourceChoice::Server(host) => {
+            let url = MarkUrl::parse(&host).ok()?;
+            let token = token(cli, &url).ok()?;
+            let source = format!("server {}", url.origin());
+            Some(KeptGraph::new(&cache, &source, token.as_deref()))
+        }
+    }
+}
+
+/// The `index` verb's line on the kept link graph (removed with `clear`).
+fn kept_graph_line(cli: &Cli, clear: bool) -> Result<String, String> {
+    let Some(kept) = kept_graph(cli) else {
+        return Ok(String::new());
+    };
+    let file = kept.file().display();
+    let Ok(meta) = std::fs::metadata(kept.file()) else {
+        return Ok(format!(
+            "No link graph is kept yet: a complete crawl writes it to {file}.\n"
+        ));
+    };
+    if clear {
+        kept.clear()
+            .map_err(|e| format!("cannot remove the kept link graph {file}: {e}"))?;
+        return Ok(format!(
+            "Removed the kept link graph {file} ({} bytes).\n",
+            meta.len()
+        ));
+    }
+    Ok(format!(
+        "The link graph kept: {file}\nsize: {} bytes\n",
+        meta.len()
+    ))
+}
+
 /// The `index` verb: what is kept of `--root`'s search index between
-/// sessions (folder, size, documents, last update), removed with `clear`.
+/// sessions (folder, size, documents, last update) and of its link graph,
+/// removed with `clear`.
 pub fn kept_index(cli: &Cli, clear: bool) -> Result<String, String> {
+    let index = kept_search_index(cli, clear)?;
+    Ok(format!("{index}{}", kept_graph_line(cli, clear)?))
+}
+
+fn kept_search_index(cli: &Cli, clear: bool) -> Result<String, String> {
     let Some(SourceChoice::Folder(root)) = cli.source_choice() else {
         return Err(
             "index needs --root DIR (a server keeps its own index, and nothing is kept for it here)"

@@ -44,6 +44,7 @@ impl RawMcp {
     /// Starts `mark-mcp ARGS…` and completes the handshake (request id 0).
     async fn start(args: &[String]) -> RawMcp {
         let mut child = Command::new(support::bin())
+            .env("XDG_CACHE_HOME", support::cache_home())
             .args(args)
             .env_remove("MARK_TOKEN")
             .env("RUST_LOG", "warn")

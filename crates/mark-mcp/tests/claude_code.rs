@@ -19,6 +19,7 @@ use support::{Mcp, bin, kb};
 /// Runs `mark-mcp ARGS…` with `stdin` and extra environment; (stdout, ok).
 fn run_with(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> (String, bool) {
     let mut command = Command::new(bin());
+    command.env("XDG_CACHE_HOME", support::cache_home());
     command.args(args);
     run_command(command, stdin, env)
 }
@@ -197,6 +198,7 @@ async fn after_a_compaction_or_clear_the_running_server_delivers_text_again_howe
     // As Claude Code starts a plugin's server: CLAUDE_PLUGIN_DATA set, and
     // this process (standing in for Claude Code) is its parent.
     let mut cmd = tokio::process::Command::new(bin());
+    cmd.env("XDG_CACHE_HOME", support::cache_home());
     cmd.args(["--source", &root])
         .env_remove("MARK_TOKEN")
         .env("RUST_LOG", "warn")
@@ -281,6 +283,7 @@ fn the_hook_ends_within_its_deadline_with_one_line_on_a_stalled_server() {
     let index_dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let mut child = Command::new(bin())
+        .env("XDG_CACHE_HOME", support::cache_home())
         .args([
             "--source",
             &url,

@@ -191,6 +191,7 @@ async fn a_delivered_body_holds_its_sections_and_a_section_its_subsections() {
 
     // A one-shot CLI run names no earlier read.
     let out = std::process::Command::new(support::bin())
+        .env("XDG_CACHE_HOME", support::cache_home())
         .args(["--root", kb().to_str().unwrap(), "fetch", "/small.md#gamma"])
         .args(["--anchors", "Gamma,#gamma"])
         .output()

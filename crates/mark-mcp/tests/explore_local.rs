@@ -397,6 +397,7 @@ async fn each_crawl_bound_leaves_an_honest_partial_graph() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_explore_verb_prints_the_same_card() {
     let out = std::process::Command::new(support::bin())
+        .env("XDG_CACHE_HOME", support::cache_home())
         .args(["--root", fixture().to_str().unwrap(), "explore", "/hub.md"])
         .output()
         .unwrap();
@@ -406,6 +407,7 @@ async fn the_explore_verb_prints_the_same_card() {
     let card = explore(&mcp, "/hub.md", None).await;
     assert_eq!(cli, card.text);
     let out = std::process::Command::new(support::bin())
+        .env("XDG_CACHE_HOME", support::cache_home())
         .args([
             "--root",
             fixture().to_str().unwrap(),

@@ -67,6 +67,7 @@ fn a_silent_port_fails_within_the_timeout_it_was_given() {
     let host = format!("mark://127.0.0.1:{}", silent.local_addr().unwrap().port());
     let started = std::time::Instant::now();
     let out = std::process::Command::new(support::bin())
+        .env("XDG_CACHE_HOME", support::cache_home())
         .args([
             "--host",
             &host,

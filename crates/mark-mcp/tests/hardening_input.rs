@@ -283,6 +283,7 @@ async fn bad_arguments_are_one_sentence_errors_and_the_session_survives() {
 /// (then the test fails: a hang, not an answer).
 fn run_within(args: &[&str], limit: Duration) -> std::process::Output {
     let mut child = std::process::Command::new(support::bin())
+        .env("XDG_CACHE_HOME", support::cache_home())
         .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())

@@ -173,6 +173,7 @@ fn killed_sessions_leave_a_usable_index(kills: usize) {
             }
         }
         let mut child = std::process::Command::new(bin())
+            .env("XDG_CACHE_HOME", support::cache_home())
             .args(["--root", vault.path().to_str().unwrap()])
             .args(["--index-ram-bytes", "0", "--index-dir", &kept])
             .args(["lookup", "harbour", "--read", "0"])

@@ -782,6 +782,7 @@ async fn a_versioned_folder_is_writable_with_write() {
     // Without --write the store is read-only, and the refusal says what to do.
     let (out, ok) = {
         let out = std::process::Command::new(support::bin())
+            .env("XDG_CACHE_HOME", support::cache_home())
             .args(["--root", &root, "archive", "/small.md"])
             .output()
             .unwrap();

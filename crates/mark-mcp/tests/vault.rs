@@ -721,6 +721,7 @@ async fn resources_and_open_read_a_block_by_its_id() {
     mcp.stop().await;
     let open = |target: String| {
         std::process::Command::new(support::bin())
+            .env("XDG_CACHE_HOME", support::cache_home())
             .args(["open", &target])
             .output()
             .unwrap()

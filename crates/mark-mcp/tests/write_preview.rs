@@ -256,6 +256,7 @@ fn the_cli_previews_unless_apply_and_json_gives_the_diff_as_a_field() {
     let root = store.path().display().to_string();
     let run = |args: &[&str]| {
         let out = Command::new(support::bin())
+            .env("XDG_CACHE_HOME", support::cache_home())
             .args(args)
             .env_remove("MARK_TOKEN")
             .stdin(Stdio::null())

@@ -375,6 +375,9 @@ impl Store {
     /// so walks cannot leave the root or loop) and documents.
     fn folder_children(&self, folder: &Path) -> io::Result<Vec<(String, Child)>> {
         let mut out = Vec::new();
+        // A regular file (not a symlink) is servable when its folder is: one
+        // check per listing, not a path resolution per document.
+        let folder_servable = is_servable(&self.root, folder);
         for entry in fs::read_dir(folder)? {
             let entry = entry?;
             let Ok(name) = entry.file_name().into_string() else {
@@ -393,8 +396,18 @@ impl Store {
                 StoreMode::Flat => {
                     if kind.is_dir() {
                         out.push((name, Child::Dir));
-                    } else if name.ends_with(".md") && is_servable(&self.root, &entry.path()) {
-                        let m = fs::metadata(entry.path())?;
+                    } else if name.ends_with(".md")
+                        && if kind.is_file() {
+                            folder_servable
+                        } else {
+                            is_servable(&self.root, &entry.path())
+                        }
+                    {
+                        let m = if kind.is_file() {
+                            entry.metadata()?
+                        } else {
+                            fs::metadata(entry.path())?
+                        };
                         if m.is_file() {
                             let stamp = Stamp {
                                 version: 1,

@@ -37,7 +37,10 @@ pub use odd_files::make_fifo;
 pub use process::{LoggedRequest, MarkServerProcess, parse_listening_line, parse_request_line};
 pub use relay::{Direction, LinkShape, RelayStats, UdpRelay};
 pub use store::{TempStore, generate_token, import_store, run_mark_server};
-pub use tree::{LINKED_TREE_QUERIES, vault_note_name, write_linked_tree, write_vault};
+pub use tree::{
+    LINKED_TREE_QUERIES, folder_note_name, shared_name_path, vault_note_name,
+    write_folder_per_note, write_linked_tree, write_shared_names, write_vault,
+};
 
 use std::time::Duration;
 

@@ -101,3 +101,75 @@ pub fn write_vault(root: &Path, notes: usize) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// The folder of note `i` in a [`write_folder_per_note`] vault, and the
+/// note's name (the same).
+pub fn folder_note_name(i: usize) -> String {
+    format!("Note {i:05}")
+}
+
+/// Writes a folder-per-note vault of `notes` notes into `root` (the layout
+/// of Hugo and Docusaurus page bundles): `Note NNNNN/Note NNNNN.md`, so the
+/// root lists `notes` folders and a crawl sends a listing per note. Each
+/// note has a `## Heading` and links `[[Note 00000]]` (the hub) and one
+/// other note by name; the hub links the last note by its folder path,
+/// `[[Note NNNNN/Note NNNNN#Heading]]`.
+pub fn write_folder_per_note(root: &Path, notes: usize) -> io::Result<()> {
+    let notes = notes.max(2);
+    for i in 0..notes {
+        let name = folder_note_name(i);
+        let other = folder_note_name((i * 7 + 1) % notes);
+        let mut text = format!(
+            "# {name}\n\nThe opening of note {i}: see [[{}]] and [[{other}]].\n\n\
+             ## Heading\n\nThe heading's text.\n",
+            folder_note_name(0)
+        );
+        if i == 0 {
+            let last = folder_note_name(notes - 1);
+            text.push_str(&format!(
+                "\nThe last note's heading: [[{last}/{last}#Heading]].\n"
+            ));
+        }
+        let folder = root.join(&name);
+        std::fs::create_dir_all(&folder)?;
+        std::fs::write(folder.join(format!("{name}.md")), text)?;
+    }
+    Ok(())
+}
+
+/// The path of note `k` of folder `f` in a [`write_shared_names`] vault.
+pub fn shared_name_path(f: usize, k: usize) -> String {
+    format!("/Folder {f:03}/Note {k:03}.md")
+}
+
+/// Writes `folders` folders `Folder FFF/` of `per` notes each, named
+/// `Note KKK.md` in every folder, so each note name is shared by
+/// `folders` notes and every `[[Note KKK]]` link is resolved by the vault
+/// rule (the nearest). Each note links 8 names (`[[Note KKK]]`,
+/// `[[Note KKK#Part]]`) and one note of another folder by its folder path.
+pub fn write_shared_names(root: &Path, folders: usize, per: usize) -> io::Result<()> {
+    let per = per.max(1);
+    for f in 0..folders {
+        std::fs::create_dir_all(root.join(format!("Folder {f:03}")))?;
+        for k in 0..per {
+            let mut text = format!(
+                "# Note {k:03} of folder {f}\n\nThe opening of note {k} in folder {f}.\n\n## Part\n\nSee "
+            );
+            for l in 0..8 {
+                let to = (k * 13 + l * 29 + 1) % per;
+                if l % 2 == 0 {
+                    text.push_str(&format!("[[Note {to:03}]], "));
+                } else {
+                    text.push_str(&format!("[[Note {to:03}#Part]], "));
+                }
+            }
+            let away = (f * 31 + k + 1) % folders;
+            text.push_str(&format!("and [[Folder {away:03}/Note {k:03}]].\n"));
+            std::fs::write(
+                root.join(shared_name_path(f, k).trim_start_matches('/')),
+                text,
+            )?;
+        }
+    }
+    Ok(())
+}

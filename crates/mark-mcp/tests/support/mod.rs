@@ -38,6 +38,16 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_mark-mcp")
 }
 
+/// The cache folder the binary defaults to in these tests (`XDG_CACHE_HOME`,
+/// in cargo's target folder, one per test process): what a session keeps
+/// between sessions when no `--index-dir` is given (the link graph) stays
+/// out of the user's cache, and one test's sessions never start from what
+/// another's kept (nextest runs each test in a process of its own).
+pub fn cache_home() -> PathBuf {
+    let folder = format!("cache-home-{}", std::process::id());
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(folder)
+}
+
 /// Runs the binary once with `args`: no token in its environment, no stdin.
 pub fn run_once<I, S>(args: I) -> std::process::Output
 where
@@ -46,6 +56,7 @@ where
 {
     std::process::Command::new(bin())
         .args(args)
+        .env("XDG_CACHE_HOME", cache_home())
         .env_remove("MARK_TOKEN")
         .stdin(std::process::Stdio::null())
         .output()
@@ -284,6 +295,7 @@ impl Reply {
 pub fn spawn_mcp<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> TokioChildProcess {
     let mut cmd = tokio::process::Command::new(bin());
     cmd.args(args)
+        .env("XDG_CACHE_HOME", cache_home())
         .env_remove("MARK_TOKEN")
         .env("RUST_LOG", "warn");
     let (transport, _stderr) = TokioChildProcess::builder(cmd)
