@@ -100,6 +100,7 @@ async fn run(mut cli: Cli) -> ExitCode {
         if session.settings().crawl.at_start {
             session.graph().start(std::time::Instant::now(), false);
         }
+        mark_mcp::watch_feed::start(&session);
         return serve(session, cli.write).await;
     };
     // `open` prints the document as it is, a hook the JSON Claude Code reads.

@@ -248,7 +248,14 @@ impl MarkServer {
             self.session.log().forget_all();
         }
         let (text, deliveries) = collect(unless_cancelled(cancelled, work)).await;
+        let text = crate::stale_note::close(&self.session, text, &deliveries).await;
         self.outbox.hold(id, deliveries);
+        self.answer(text)
+    }
+
+    /// A write's MCP result, closed with the change note when there is news.
+    async fn written(&self, text: ToolText) -> CallToolResult {
+        let text = crate::stale_note::close(&self.session, text, &[]).await;
         self.answer(text)
     }
 
@@ -436,7 +443,8 @@ impl MarkServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn mark_publish(&self, Parameters(p): Parameters<PublishParams>) -> CallToolResult {
-        self.answer(publish(&self.session, p, Instant::now()).await)
+        self.written(publish(&self.session, p, Instant::now()).await)
+            .await
     }
 
     /// Why mark_append is a tool.
@@ -450,7 +458,8 @@ impl MarkServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn mark_append(&self, Parameters(p): Parameters<AppendParams>) -> CallToolResult {
-        self.answer(append(&self.session, p, Instant::now()).await)
+        self.written(append(&self.session, p, Instant::now()).await)
+            .await
     }
 
     /// Why mark_archive is a tool.
@@ -464,7 +473,8 @@ impl MarkServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn mark_archive(&self, Parameters(p): Parameters<ArchiveParams>) -> CallToolResult {
-        self.answer(archive(&self.session, p, Instant::now()).await)
+        self.written(archive(&self.session, p, Instant::now()).await)
+            .await
     }
 }
 

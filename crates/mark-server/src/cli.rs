@@ -67,9 +67,10 @@ struct ServeArgs {
     #[arg(long, default_value_t = 4096, value_name = "N")]
     max_watches: usize,
     /// WATCH streams open at once on one connection; must stay below
-    /// --max-streams, so a watching client can still send requests.
-    #[arg(long, default_value_t = 16, value_name = "N")]
-    max_watches_per_connection: usize,
+    /// --max-streams, so a watching client can still send requests
+    /// (default: 16, or one less than --max-streams when that is lower).
+    #[arg(long, value_name = "N")]
+    max_watches_per_connection: Option<usize>,
     /// While a watch is open, how often the store is re-checked for
     /// changes made outside this server (files saved under --flat, another
     /// process writing the store), in milliseconds. Writes through this
@@ -362,13 +363,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let (Some(path), Some(store)) = (&args.tokens, &tokens) {
         tracing::info!("token file {}: {}", path.display(), store.layouts());
     }
-    if args.max_watches_per_connection >= args.max_streams as usize {
-        bail!(
-            "--max-watches-per-connection {} must be below --max-streams {}, so a watching client can still send requests; lower it or raise --max-streams",
-            args.max_watches_per_connection,
+    let below_streams = (args.max_streams as usize).saturating_sub(1);
+    let max_watches_per_connection = match args.max_watches_per_connection {
+        Some(n) if n > below_streams => bail!(
+            "--max-watches-per-connection {n} must be below --max-streams {}, so a watching client can still send requests; lower it or raise --max-streams",
             args.max_streams
-        );
-    }
+        ),
+        Some(n) => n,
+        None => DEFAULT_WATCHES_PER_CONNECTION.min(below_streams),
+    };
     let mode = serve_mode(&root, args.flat)?;
     let engine = Engine::open(&root, mode, tokens)
         .with_context(|| format!("opening {}", root.display()))?
@@ -383,7 +386,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             Arc::clone(&engine),
             mark_server::WatchConfig {
                 max_watches: args.max_watches,
-                max_per_connection: args.max_watches_per_connection,
+                max_per_connection: max_watches_per_connection,
                 recheck: Duration::from_millis(args.watch_recheck_ms.max(1)),
                 heartbeat: Duration::from_millis(args.watch_heartbeat_ms.max(1)),
                 backlog: args.watch_backlog,
@@ -457,6 +460,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     runtime.shutdown_background();
     served
 }
+
+/// Watches one connection may hold unless `--max-watches-per-connection` says.
+const DEFAULT_WATCHES_PER_CONNECTION: usize = 16;
 
 /// How long `--stalled-path` holds a FETCH.
 const STALL: Duration = Duration::from_secs(3600);

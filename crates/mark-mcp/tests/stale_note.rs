@@ -1,0 +1,382 @@
+//! The stale-context note end to end: a real `mark-server` (WATCH) or a
+//! `--root` folder (file events), a real `mark-mcp` driven by rmcp, and
+//! another writer. The next call after a change ends with one line naming
+//! what changed; a healthy watch makes cached reads cost no request.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use mark_client::{Client, ClientConfig, Trust};
+use mark_proto::{Request, Verb};
+use serde_json::json;
+use std::path::Path;
+use std::time::Duration;
+use support::{Mcp, PublishingServer, Reply};
+
+const DEPLOY: &str =
+    "# Deploy\n\nShip it.\n\n## Rollback\n\nRevert the tag.\n\n## Checks\n\nWatch the graphs.\n";
+
+fn source(dir: &Path) {
+    std::fs::create_dir_all(dir.join("ops")).unwrap();
+    std::fs::write(dir.join("ops/deploy.md"), DEPLOY).unwrap();
+    std::fs::write(dir.join("plan.md"), "# Plan\n\nStep one.\n").unwrap();
+}
+
+/// Another writer: its own client publishing with the server's token.
+async fn publish_elsewhere(p: &PublishingServer, path: &str, body: &str) {
+    let token = std::fs::read_to_string(&p.token_file).unwrap();
+    let client = Client::new(ClientConfig {
+        trust: Trust::Pin(p.server.fingerprint),
+        ..Default::default()
+    })
+    .unwrap();
+    let resp = client
+        .request(
+            "127.0.0.1",
+            p.server.addr.port(),
+            Request::new(Verb::Publish, path)
+                .with_meta("auth", token.trim())
+                .with_body(body),
+        )
+        .await
+        .unwrap();
+    assert!(resp.status.is_success(), "{}", resp.error_message());
+}
+
+fn note(reply: &Reply) -> Option<&str> {
+    reply
+        .text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("changed since you read: "))
+}
+
+/// Waits (briefly) until the session's watch is acknowledged.
+async fn watch_opened(server: &mark_testkit::MarkServerProcess) {
+    for _ in 0..100 {
+        if server.count_requests("WATCH", "/") > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the session never opened its watch");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_writer_s_publish_reaches_the_next_call_within_a_second_naming_the_section() {
+    let src = tempfile::tempdir().unwrap();
+    source(src.path());
+    let p = PublishingServer::start(src.path());
+    let mcp = Mcp::start(&p.server.reader_args(&["--fresh-for", "10m"])).await;
+    watch_opened(&p.server).await;
+    let first = mcp
+        .call("mark_fetch", json!({"url": "/ops/deploy.md#rollback"}))
+        .await;
+    assert!(first.text.contains("Revert the tag."), "{}", first.text);
+    let plan = mcp.fetch("/plan.md").await;
+    assert_eq!(note(&plan), None);
+    publish_elsewhere(
+        &p,
+        "/ops/deploy.md",
+        &DEPLOY.replace("Revert the tag.", "Revert the tag, then page ops."),
+    )
+    .await;
+    publish_elsewhere(&p, "/plan.md", "# Plan\n\nStep one, then two.\n").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let next = mcp.call("mark_list", json!({"url": "/"})).await;
+    assert_eq!(
+        note(&next),
+        Some(
+            "changed since you read: /ops/deploy.md#rollback (v1 → v2), /plan.md#plan (v1 → v2); mark_fetch them again to see"
+        ),
+        "{}",
+        next.text
+    );
+    // Never repeated for the same change.
+    let again = mcp.call("mark_list", json!({"url": "/"})).await;
+    assert_eq!(note(&again), None, "{}", again.text);
+    // A change to a section the agent never read is not news to it.
+    publish_elsewhere(
+        &p,
+        "/ops/deploy.md",
+        &DEPLOY
+            .replace("Revert the tag.", "Revert the tag, then page ops.")
+            .replace("Watch the graphs.", "Watch the logs."),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let unread = mcp.call("mark_list", json!({"url": "/"})).await;
+    assert_eq!(note(&unread), None, "{}", unread.text);
+    // And the section is not `unchanged` any more.
+    let reread = mcp
+        .call("mark_fetch", json!({"url": "/ops/deploy.md#rollback"}))
+        .await;
+    assert!(reread.text.contains("then page ops"), "{}", reread.text);
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_healthy_watch_a_hundred_cached_reads_send_no_request_and_a_change_still_shows() {
+    let src = tempfile::tempdir().unwrap();
+    source(src.path());
+    let p = PublishingServer::start(src.path());
+    // Revalidation would send a FETCH per read after 1 ms.
+    let mcp = Mcp::start(&p.server.reader_args(&["--fresh-for", "1ms"])).await;
+    watch_opened(&p.server).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    mcp.fetch("/plan.md").await;
+    // The server's log line of that FETCH reaches the test a little later.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = p.server.count_requests("FETCH", "/plan.md");
+    assert_eq!(before, 1);
+    for _ in 0..100 {
+        let r = mcp.fetch("/plan.md").await;
+        assert_eq!(r.status(), "unchanged", "{}", r.text);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        p.server.count_requests("FETCH", "/plan.md"),
+        before,
+        "cached reads sent requests"
+    );
+    publish_elsewhere(&p, "/plan.md", "# Plan\n\nStep one, changed.\n").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let r = mcp.fetch("/plan.md").await;
+    assert!(r.text.contains("Step one, changed."), "{}", r.text);
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_s_save_under_root_reaches_the_next_call_within_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    source(dir.path());
+    let root = dir.path().display().to_string();
+    let mcp = Mcp::start(&["--root", &root, "--fresh-for", "10m"]).await;
+    let first = mcp.fetch("/ops/deploy.md").await;
+    assert!(first.text.contains("Revert the tag."), "{}", first.text);
+    std::fs::write(
+        dir.path().join("ops/deploy.md"),
+        DEPLOY.replace("Watch the graphs.", "Watch the graphs and the logs."),
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let next = mcp.call("mark_list", json!({"url": "/"})).await;
+    assert_eq!(
+        note(&next),
+        Some(
+            "changed since you read: /ops/deploy.md#checks (changed on disk); mark_fetch them again to see"
+        ),
+        "{}",
+        next.text
+    );
+    std::fs::remove_file(dir.path().join("ops/deploy.md")).unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let gone = mcp.call("mark_list", json!({"url": "/"})).await;
+    assert_eq!(
+        note(&gone),
+        Some("changed since you read: /ops/deploy.md (deleted); mark_fetch them again to see"),
+        "{}",
+        gone.text
+    );
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_the_session_wrote_itself_is_not_news() {
+    let src = tempfile::tempdir().unwrap();
+    source(src.path());
+    let p = PublishingServer::start(src.path());
+    let mcp = Mcp::start(&p.writer_args(&[])).await;
+    watch_opened(&p.server).await;
+    mcp.fetch("/plan.md").await;
+    let wrote = mcp.publish("/plan.md", "# Plan\n\nMine.\n", 1).await;
+    wrote.assert_created("2");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let next = mcp.call("mark_list", json!({"url": "/"})).await;
+    assert_eq!(note(&next), None, "{}", next.text);
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_before_watch_leaves_a_working_session_that_revalidates() {
+    let src = tempfile::tempdir().unwrap();
+    source(src.path());
+    let store = mark_testkit::import_store(src.path()).unwrap();
+    let server = mark_testkit::MarkServerProcess::start(store.path(), &["--no-watch"]).unwrap();
+    let mcp = Mcp::start(&server.reader_args(&["--fresh-for", "0s"])).await;
+    let first = mcp.fetch("/plan.md").await;
+    assert!(first.text.contains("Step one."), "{}", first.text);
+    let again = mcp.fetch("/plan.md").await;
+    assert_eq!(again.status(), "unchanged", "{}", again.text);
+    assert_eq!(note(&again), None);
+    // It revalidates: every read after --fresh-for asks again.
+    assert!(server.count_requests("FETCH", "/plan.md") >= 2);
+    assert_eq!(
+        server.count_requests("WATCH", "/"),
+        1,
+        "asked once, then never again"
+    );
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_ends_the_watch_closing_then_resync_and_the_session_watches_again() {
+    let src = tempfile::tempdir().unwrap();
+    source(src.path());
+    let store = mark_testkit::import_store(src.path()).unwrap();
+    let secrets = tempfile::tempdir().unwrap();
+    let tokens = secrets.path().join("tokens.toml");
+    let token = mark_testkit::generate_token(&tokens, "/**", "publish", None).unwrap();
+    let cert = mark_testkit::write_test_certificate(secrets.path()).unwrap();
+    let mut args = vec!["--tokens".to_string(), tokens.display().to_string()];
+    args.extend(cert.server_args());
+    let mut server = mark_testkit::MarkServerProcess::start(store.path(), &args).unwrap();
+    let mcp = Mcp::start(&server.reader_args(&["--fresh-for", "10m"])).await;
+    watch_opened(&server).await;
+    mcp.fetch("/plan.md").await;
+    // SIGTERM: the watch ends `closing`; the server comes back with a new
+    // epoch, so resuming from the old cursor answers `resync`, and the
+    // session watches afresh.
+    support::signal(&server, "TERM");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.restart().unwrap();
+    let listed = mcp.call("mark_list", json!({"url": "/"})).await;
+    assert_eq!(listed.status(), "ok", "{}", listed.text);
+    let mut watches = 0;
+    for _ in 0..100 {
+        watches = server.count_requests("WATCH", "/");
+        if watches >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        watches >= 3,
+        "the watch did not come back ({watches} WATCH requests)"
+    );
+    let client = Client::new(ClientConfig {
+        trust: Trust::Pin(server.fingerprint),
+        ..Default::default()
+    })
+    .unwrap();
+    let resp = client
+        .request(
+            "127.0.0.1",
+            server.addr.port(),
+            Request::new(Verb::Publish, "/plan.md")
+                .with_meta("auth", &token)
+                .with_body("# Plan\n\nStep one, again.\n"),
+        )
+        .await
+        .unwrap();
+    assert!(resp.status.is_success());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let next = mcp.call("mark_list", json!({"url": "/"})).await;
+    assert_eq!(
+        note(&next),
+        Some("changed since you read: /plan.md#plan (v1 → v2); mark_fetch them again to see"),
+        "{}",
+        next.text
+    );
+    mcp.stop().await;
+}
+
+/// A versioned copy of the test source served with a token file holding
+/// `read` grants: `everything` on `/**` (which makes every read need a
+/// token), `ops` on `/ops/**` only, and `brief` on `/**` expiring in 3 s.
+struct Guarded {
+    server: mark_testkit::MarkServerProcess,
+    secrets: tempfile::TempDir,
+    _store: mark_testkit::TempStore,
+}
+
+impl Guarded {
+    fn start() -> Guarded {
+        let src = tempfile::tempdir().unwrap();
+        source(src.path());
+        let store = mark_testkit::import_store(src.path()).unwrap();
+        let secrets = tempfile::tempdir().unwrap();
+        let tokens = secrets.path().join("tokens.toml");
+        let everything = mark_testkit::generate_token(&tokens, "/**", "read", None).unwrap();
+        let ops = mark_testkit::generate_token(&tokens, "/ops/**", "read", None).unwrap();
+        let brief = mark_store::generate_token(
+            &["/**".to_string()],
+            &[mark_store::Op::Read],
+            Some(std::time::SystemTime::now() + Duration::from_secs(3)),
+            &tokens,
+        )
+        .unwrap();
+        for (name, token) in [("everything", everything), ("ops", ops), ("brief", brief)] {
+            std::fs::write(secrets.path().join(name), token).unwrap();
+        }
+        let server = mark_testkit::MarkServerProcess::start(
+            store.path(),
+            &[
+                "--tokens",
+                tokens.to_str().unwrap(),
+                "--watch-heartbeat-ms",
+                "200",
+            ],
+        )
+        .unwrap();
+        Guarded {
+            server,
+            secrets,
+            _store: store,
+        }
+    }
+
+    fn reader(&self, token: &str) -> Vec<String> {
+        let file = self.secrets.path().join(token).display().to_string();
+        self.server
+            .reader_args(&["--token-file", &file, "--fresh-for", "0s"])
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_scoped_below_the_root_gets_revalidation_and_a_working_session() {
+    let g = Guarded::start();
+    let mcp = Mcp::start(&g.reader("ops")).await;
+    watch_opened(&g.server).await;
+    let r = mcp.fetch("/ops/deploy.md").await;
+    assert!(r.text.contains("Revert the tag."), "{}", r.text);
+    let again = mcp.fetch("/ops/deploy.md").await;
+    assert_eq!(again.status(), "unchanged", "{}", again.text);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        g.server.count_requests("WATCH", "/"),
+        1,
+        "not-permitted: never asked again"
+    );
+    assert!(
+        g.server
+            .requests_seen()
+            .iter()
+            .any(|r| r.verb == "WATCH" && r.status == "not-permitted")
+    );
+    assert_eq!(
+        g.server.count_requests("FETCH", "/ops/deploy.md"),
+        2,
+        "it revalidates"
+    );
+    mcp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_that_expires_mid_watch_ends_it_and_the_session_still_answers() {
+    let g = Guarded::start();
+    let mcp = Mcp::start(&g.reader("brief")).await;
+    watch_opened(&g.server).await;
+    let r = mcp.fetch("/plan.md").await;
+    assert!(r.text.contains("Step one."), "{}", r.text);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    // The watch ended `unauthorized` at a heartbeat; reads now say why.
+    let after = mcp
+        .call("mark_fetch", json!({"url": "/plan.md", "force": true}))
+        .await;
+    assert_eq!(after.status(), "unauthorized", "{}", after.text);
+    assert_eq!(note(&after), None);
+    let listed = mcp.call("mark_list", json!({"url": "/"})).await;
+    assert_eq!(listed.status(), "unauthorized", "{}", listed.text);
+    mcp.stop().await;
+}
