@@ -34,9 +34,24 @@ enum Health {
     },
 }
 
+/// What the feed tells a listener (the `watch` verb), as it happens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FeedHint {
+    /// The feed stands (a WATCH acknowledged, a folder watched).
+    Established,
+    /// A document changed (its key).
+    Changed(String),
+    /// The feed was lost; it is tried again.
+    Lost,
+    /// There will be no feed, and why.
+    GaveUp(String),
+}
+
 /// The session's change feed state.
 #[derive(Debug)]
 pub struct ChangeFeed {
+    /// Who hears each hint as it happens (the `watch` verb).
+    listener: Option<tokio::sync::mpsc::UnboundedSender<FeedHint>>,
     health: Health,
     /// Changed paths in the order heard, each once.
     pending: VecDeque<String>,
@@ -53,6 +68,7 @@ impl ChangeFeed {
     /// A feed with nothing heard, for a folder (`folder`) or a server.
     pub fn new(folder: bool) -> ChangeFeed {
         ChangeFeed {
+            listener: None,
             health: Health::Off,
             pending: VecDeque::new(),
             queued: HashSet::new(),
@@ -66,6 +82,30 @@ impl ChangeFeed {
         self.folder
     }
 
+    /// Every hint from now on, as it happens.
+    pub fn listen(&mut self) -> tokio::sync::mpsc::UnboundedReceiver<FeedHint> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        self.listener = Some(tx);
+        rx
+    }
+
+    fn hint(&self, hint: FeedHint) {
+        if let Some(l) = &self.listener {
+            let _ = l.send(hint);
+        }
+    }
+
+    /// There will be no feed (`why`): revalidation by `--fresh-for`.
+    pub fn gave_up(&mut self, why: String) {
+        self.health = Health::Off;
+        self.hint(FeedHint::GaveUp(why));
+    }
+
+    /// `path` changed, whether or not it is news to the session.
+    pub fn heard_change(&mut self, path: &str) {
+        self.hint(FeedHint::Changed(path.to_string()));
+    }
+
     /// The feed is established at `now` (a WATCH acknowledged; a folder's
     /// watch set up on a local file system).
     pub fn established(&mut self, now: Instant, quiet: bool) {
@@ -74,6 +114,7 @@ impl ChangeFeed {
             heard: now,
             quiet,
         };
+        self.hint(FeedHint::Established);
     }
 
     /// The feed said something at `now` (a change, a heartbeat).
@@ -87,6 +128,7 @@ impl ChangeFeed {
     /// revalidation by `--fresh-for` until it is established again.
     pub fn lost(&mut self) {
         self.health = Health::Off;
+        self.hint(FeedHint::Lost);
     }
 
     /// When the feed became healthy, while it is (a cached document asked

@@ -34,16 +34,20 @@ enum Heard {
 /// cannot be trusted there.
 pub fn start(session: &Arc<Session>, root: &Path) {
     if let Some(fs) = remote_file_system(root) {
-        tracing::warn!(
+        let why = format!(
             "{} is on a {fs} file system, where file events may never arrive: documents are revalidated by --fresh-for",
             root.display()
         );
+        tracing::warn!("{why}");
+        session.feed().gave_up(why);
         return;
     }
     let (tx, rx) = mpsc::unbounded_channel();
     let handler = move |event: notify::Result<Event>| {
         let heard = match event {
             Ok(e) if e.need_rescan() => Heard::Lost("file events overflowed".into()),
+            // Reads (this session's own among them) change nothing.
+            Ok(e) if matches!(e.kind, notify::EventKind::Access(_)) => return,
             Ok(e) => Heard::Paths(e.paths),
             Err(e) => Heard::Lost(e.to_string()),
         };
@@ -51,10 +55,10 @@ pub fn start(session: &Arc<Session>, root: &Path) {
     };
     let mut watcher = match notify::recommended_watcher(handler) {
         Ok(w) => w,
-        Err(e) => return unwatched(root, &e.to_string()),
+        Err(e) => return unwatched(session, root, &e.to_string()),
     };
     if let Err(e) = watcher.watch(root, RecursiveMode::Recursive) {
-        return unwatched(root, &e.to_string());
+        return unwatched(session, root, &e.to_string());
     }
     session.feed().established(Instant::now(), true);
     tokio::spawn(follow(
@@ -65,11 +69,13 @@ pub fn start(session: &Arc<Session>, root: &Path) {
     ));
 }
 
-fn unwatched(root: &Path, why: &str) {
-    tracing::warn!(
+fn unwatched(session: &Session, root: &Path, why: &str) {
+    let why = format!(
         "cannot watch {} for changes ({why}; on Linux the inotify limit is fs.inotify.max_user_watches): documents are revalidated by --fresh-for",
         root.display()
     );
+    tracing::warn!("{why}");
+    session.feed().gave_up(why);
 }
 
 /// Applies the events as they come, `DEBOUNCE` after the first of a burst,
@@ -96,11 +102,12 @@ async fn follow(
                     docs.extend(paths.iter().filter_map(|p| document_of(&root, p)))
                 }
                 Heard::Lost(why) => {
-                    tracing::warn!(
+                    let why = format!(
                         "lost file events under {} ({why}): documents are revalidated by --fresh-for from now on",
                         root.display()
                     );
-                    live.feed().lost();
+                    tracing::warn!("{why}");
+                    live.feed().gave_up(why);
                     return;
                 }
             }
@@ -114,7 +121,8 @@ async fn follow(
 
 /// The document key a changed file belongs to: the file itself, or for a
 /// versioned store's `dir/versions/name.vN` the document `dir/name`;
-/// `None` for hidden names and what is outside `root`.
+/// `None` for hidden names, what is not a `.md` document (a folder) and
+/// what is outside `root`.
 fn document_of(root: &Path, file: &Path) -> Option<String> {
     let relative = file.strip_prefix(root).ok()?;
     let mut names: Vec<String> = Vec::new();
@@ -138,6 +146,12 @@ fn document_of(root: &Path, file: &Path) -> Option<String> {
             }
         });
         names.push(stem.to_string());
+    }
+    if !names
+        .last()
+        .is_some_and(|n| n.to_ascii_lowercase().ends_with(".md"))
+    {
+        return None;
     }
     let decoded = format!("/{}", names.join("/"));
     crate::keys::document_key(&crate::keys::wire_path(&decoded)).ok()
@@ -175,6 +189,7 @@ mod tests {
         assert_eq!(doc("/r/ops/deploy.md").as_deref(), Some("/ops/deploy.md"));
         assert_eq!(doc("/r/.mark-store"), None);
         assert_eq!(doc("/r/.obsidian/x.json"), None);
+        assert_eq!(doc("/r/ops"), None);
         assert_eq!(doc("/elsewhere/a.md"), None);
     }
 }

@@ -29,6 +29,7 @@ pub mod envelope;
 pub mod explore;
 pub mod fetch;
 pub mod folder_feed;
+pub mod hints;
 pub mod hook;
 pub mod keys;
 pub mod list;

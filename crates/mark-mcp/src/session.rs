@@ -290,6 +290,7 @@ impl Session {
         let read = self.log().last_read(path, now).is_some();
         let mut feed = self.feed();
         feed.heard(now);
+        feed.heard_change(path);
         if read {
             feed.changed(path);
         }

@@ -45,10 +45,13 @@ async fn watch_server(session: Weak<Session>, client: Client, host: String, port
         let Some(live) = session.upgrade() else {
             return;
         };
-        live.feed().lost();
         match ended {
+            // `watch_once` said why.
             Ended::GiveUp => return,
-            Ended::Retry(cursor) => since = cursor,
+            Ended::Retry(cursor) => {
+                live.feed().lost();
+                since = cursor;
+            }
         }
         drop(live);
         tokio::time::sleep(pause).await;
@@ -70,10 +73,14 @@ async fn watch_once(
         Ok(WatchStart::Watching(stream)) => stream,
         Ok(WatchStart::Refused(response)) => {
             if lacks_watch(&response) || response.status == Status::Unauthorized {
-                tracing::info!(
+                let why = format!(
                     "{host}:{port} gives no WATCH to this client ({}): documents are revalidated by --fresh-for",
                     response.status
                 );
+                tracing::info!("{why}");
+                if let Some(live) = session.upgrade() {
+                    live.feed().gave_up(why);
+                }
                 return Ended::GiveUp;
             }
             tracing::debug!("WATCH refused: {}", response.status);
@@ -113,7 +120,12 @@ async fn watch_once(
                 tracing::info!("the server ended the watch: {status}");
                 return match status.as_str() {
                     "resync" => Ended::Retry(None),
-                    "unauthorized" => Ended::GiveUp,
+                    "unauthorized" => {
+                        live.feed().gave_up(
+                            "the server ended the watch: the token no longer reads / (unauthorized)".into(),
+                        );
+                        Ended::GiveUp
+                    }
                     _ => Ended::Retry(at.or(cursor)),
                 };
             }

@@ -380,3 +380,60 @@ async fn a_token_that_expires_mid_watch_ends_it_and_the_session_still_answers() 
     assert_eq!(listed.status(), "unauthorized", "{}", listed.text);
     mcp.stop().await;
 }
+
+/// Reads lines of `child`'s stdout until one satisfies `wanted` (10 s at most).
+fn line_until(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    wanted: impl Fn(&str) -> bool,
+) -> String {
+    for line in lines {
+        let line = line.unwrap();
+        if wanted(&line) {
+            return line;
+        }
+    }
+    panic!("the stream ended before the line came");
+}
+
+#[test]
+fn the_watch_verb_prints_each_change_as_it_comes_and_ctrl_c_ends_it() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    source(dir.path());
+    let mut child = std::process::Command::new(support::bin())
+        .args(["--root", &dir.path().display().to_string(), "watch"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(line_until(&mut lines, |_| true), "watching mark://local");
+    std::fs::write(dir.path().join("plan.md"), "# Plan\n\nSaved.\n").unwrap();
+    assert_eq!(
+        line_until(&mut lines, |l| l.starts_with("changed")),
+        "changed /plan.md"
+    );
+    let pid = child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[test]
+fn the_watch_verb_says_when_a_server_has_no_watch() {
+    let dir = tempfile::tempdir().unwrap();
+    source(dir.path());
+    let server =
+        mark_testkit::MarkServerProcess::start(dir.path(), &["--flat", "--no-watch"]).unwrap();
+    let mut args = server.reader_args(&[]);
+    args.push("watch".into());
+    let out = support::run_once(&args);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no change feed:") && stderr.contains("server-error"),
+        "{stderr}"
+    );
+}
