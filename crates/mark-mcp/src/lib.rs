@@ -48,6 +48,7 @@ pub mod settings;
 pub mod source;
 pub mod sources;
 pub mod stale_note;
+pub mod subscriptions;
 pub mod token_file;
 pub mod usage;
 pub mod versions;

@@ -21,7 +21,7 @@ use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, ListResourceTemplatesResult, ListResourcesResult,
     PaginatedRequestParams, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
-    ServerConfig,
+    ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::schemars::{self, JsonSchema};
 use rmcp::service::RequestContext;
@@ -53,6 +53,8 @@ pub struct MarkServer {
     context_reset: Option<Arc<ContextReset>>,
     /// What answered calls delivered, until their responses go out.
     outbox: Arc<Outbox>,
+    /// Resource URIs the client subscribed to.
+    subscriptions: Arc<crate::subscriptions::Subscriptions>,
     tool_router: ToolRouter<MarkServer>,
     prompt_router: PromptRouter<MarkServer>,
 }
@@ -192,6 +194,7 @@ impl MarkServer {
         as_listed(&mut tool_router);
         MarkServer {
             outbox: Arc::new(Outbox::new(Arc::clone(&session))),
+            subscriptions: Arc::default(),
             session,
             context_reset: ContextReset::for_server().map(Arc::new),
             tool_router,
@@ -537,6 +540,7 @@ impl ServerHandler for MarkServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_resources_subscribe()
                 .enable_prompts()
                 .build(),
         )
@@ -563,6 +567,30 @@ impl ServerHandler for MarkServer {
             })
             .collect();
         Ok(ListResourcesResult::with_all_items(items))
+    }
+
+    #[allow(
+        deprecated,
+        reason = "the subscribe of MCP before 2026-07-28, which clients speak today"
+    )]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions
+            .subscribe(&self.session, &request.uri, context.peer)
+            .map_err(|e| ErrorData::invalid_params(e, None))
+    }
+
+    #[allow(deprecated, reason = "see subscribe")]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions.unsubscribe(&self.session, &request.uri);
+        Ok(())
     }
 
     async fn list_resource_templates(

@@ -437,3 +437,141 @@ fn the_watch_verb_says_when_a_server_has_no_watch() {
         "{stderr}"
     );
 }
+
+/// Resident memory of this test's `mark-mcp` child, in KiB (Linux).
+fn mark_mcp_rss_kib() -> Option<u64> {
+    let me = std::process::id().to_string();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+        let field = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .map(str::trim)
+                .map(str::to_string)
+        };
+        if field("Name:").as_deref() == Some("mark-mcp")
+            && field("PPid:").as_deref() == Some(me.as_str())
+        {
+            return field("VmRSS:")?.split_whitespace().next()?.parse().ok();
+        }
+    }
+    None
+}
+
+/// The soak: one writer per second, one reading session, for
+/// `MARK_SOAK_SECS` (default an hour): every change is told once, in
+/// order (the version step from the last read to the new one), and
+/// resident memory stays flat (the last tenth of the run against the
+/// first). `MARK_SOAK_SECS=3600 cargo test -p mark-mcp --test stale_note -- --ignored soak`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "an hour by default; run by hand (README)"]
+async fn soak_every_change_is_told_once_and_memory_stays_flat() {
+    let secs: u64 = std::env::var("MARK_SOAK_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3600);
+    let src = tempfile::tempdir().unwrap();
+    source(src.path());
+    let p = PublishingServer::start(src.path());
+    let mcp = Mcp::start(&p.server.reader_args(&["--fresh-for", "10m"])).await;
+    watch_opened(&p.server).await;
+    mcp.fetch("/plan.md").await;
+    let started = std::time::Instant::now();
+    let mut version = 1;
+    let mut samples: Vec<(f64, u64)> = Vec::new();
+    while started.elapsed() < Duration::from_secs(secs) {
+        publish_elsewhere(
+            &p,
+            "/plan.md",
+            &format!("# Plan\n\nStep {}.\n", version + 1),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let listed = mcp.call("mark_list", json!({"url": "/"})).await;
+        let want = format!(
+            "changed since you read: /plan.md#plan (v{version} → v{}); mark_fetch them again to see",
+            version + 1
+        );
+        assert_eq!(note(&listed), Some(want.as_str()), "{}", listed.text);
+        let quiet = mcp.call("mark_list", json!({"url": "/"})).await;
+        assert_eq!(note(&quiet), None, "told twice: {}", quiet.text);
+        version += 1;
+        let read = mcp.fetch("/plan.md").await;
+        assert!(
+            read.text.contains(&format!("Step {version}.")),
+            "{}",
+            read.text
+        );
+        if let Some(rss) = mark_mcp_rss_kib() {
+            samples.push((started.elapsed().as_secs_f64(), rss));
+        }
+    }
+    let tenth = (samples.len() / 10).max(1);
+    let mean = |s: &[(f64, u64)]| s.iter().map(|x| x.1).sum::<u64>() / s.len().max(1) as u64;
+    let (first, last) = (
+        mean(&samples[..tenth]),
+        mean(&samples[samples.len() - tenth..]),
+    );
+    eprintln!(
+        "soak: {} changes told once each; resident memory {first} KiB (first tenth) → {last} KiB (last tenth)",
+        version - 1
+    );
+    assert!(
+        last <= first + first / 5 + 2048,
+        "memory grew: {first} KiB → {last} KiB"
+    );
+    mcp.stop().await;
+}
+
+/// An MCP client that keeps the URIs of `notifications/resources/updated`.
+#[derive(Clone)]
+struct Updates(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for Updates {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(params.uri);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    deprecated,
+    reason = "resources/subscribe, as clients before MCP 2026-07-28 send it"
+)]
+async fn a_subscribed_resource_is_told_when_its_document_changes() {
+    use rmcp::ServiceExt;
+    let dir = tempfile::tempdir().unwrap();
+    source(dir.path());
+    let root = dir.path().display().to_string();
+    let (tx, mut updates) = tokio::sync::mpsc::unbounded_channel();
+    let client = Updates(tx)
+        .serve(support::spawn_mcp(&["--root", &root]))
+        .await
+        .unwrap();
+    let caps = client
+        .peer_info()
+        .unwrap()
+        .capabilities
+        .resources
+        .clone()
+        .unwrap();
+    assert_eq!(caps.subscribe, Some(true));
+    client
+        .subscribe(rmcp::model::SubscribeRequestParams::new(
+            "mark://local/plan.md",
+        ))
+        .await
+        .unwrap();
+    std::fs::write(dir.path().join("ops/deploy.md"), "# Deploy\n\nOther.\n").unwrap();
+    std::fs::write(dir.path().join("plan.md"), "# Plan\n\nSaved.\n").unwrap();
+    let uri = tokio::time::timeout(Duration::from_secs(5), updates.recv())
+        .await
+        .expect("no notifications/resources/updated within 5 s");
+    assert_eq!(uri.as_deref(), Some("mark://local/plan.md"));
+    client.cancel().await.unwrap();
+}
