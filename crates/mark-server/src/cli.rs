@@ -74,8 +74,9 @@ struct ServeArgs {
     /// While a watch is open, how often the store is re-checked for
     /// changes made outside this server (files saved under --flat, another
     /// process writing the store), in milliseconds. Writes through this
-    /// server reach watches at once.
-    #[arg(long, default_value_t = 2000, value_name = "MS")]
+    /// server reach watches at once. The walk is the one LOOKUP's index
+    /// re-check makes (every document's stamp), so it is as often.
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
     watch_recheck_ms: u64,
     /// Test mode: idle time before a watch heartbeat, in milliseconds.
     #[arg(long, hide = true, default_value_t = 20_000, value_name = "MS")]

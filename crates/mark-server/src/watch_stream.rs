@@ -36,7 +36,7 @@ impl Default for WatchConfig {
         WatchConfig {
             max_watches: 4096,
             max_per_connection: 16,
-            recheck: Duration::from_secs(2),
+            recheck: mark_store::lookup::DEFAULT_RECHECK,
             heartbeat: HEARTBEAT_INTERVAL,
             backlog: crate::watch::DEFAULT_BACKLOG,
         }
