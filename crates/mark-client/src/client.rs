@@ -124,13 +124,9 @@ impl Client {
         &self,
         host: &str,
         port: u16,
-        mut request: Request,
+        request: Request,
     ) -> Result<Response, ClientError> {
-        if let Some(token) = &self.inner.config.token
-            && request.metadata.get("auth").is_none()
-        {
-            request.metadata.insert("auth", token.expose());
-        }
+        let request = self.with_token(request);
         let bytes = request.encode().map_err(ClientError::Encode)?;
         let deadline = deadline_after(self.inner.config.request_timeout);
         let connection = self.connection(host, port, deadline).await?;
@@ -172,6 +168,21 @@ impl Client {
         }
     }
 
+    /// `request` with the configured token as `auth`, unless it carries its own.
+    pub(crate) fn with_token(&self, mut request: Request) -> Request {
+        if let Some(token) = &self.inner.config.token
+            && request.metadata.get("auth").is_none()
+        {
+            request.metadata.insert("auth", token.expose());
+        }
+        request
+    }
+
+    /// The configuration this client was made with.
+    pub(crate) fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
     /// FETCHes `url` (its path, version suffix included; never its
     /// fragment), conditionally when `if_none_match` is an etag.
     pub async fn fetch(
@@ -200,7 +211,7 @@ impl Client {
 
     /// The live connection to `host:port` by `deadline`: the one kept, the
     /// handshake under way, or a new handshake that later requests join.
-    async fn connection(
+    pub(crate) async fn connection(
         &self,
         host: &str,
         port: u16,
@@ -252,7 +263,7 @@ impl Client {
 
 /// `timeout` from now; a timeout too large for the clock means no deadline
 /// worth keeping.
-fn deadline_after(timeout: Duration) -> Instant {
+pub(crate) fn deadline_after(timeout: Duration) -> Instant {
     Instant::now()
         .checked_add(timeout)
         .unwrap_or_else(|| Instant::now() + FAR_FUTURE)
@@ -491,7 +502,7 @@ async fn read_capped(
     }
 }
 
-fn connection_lost(e: ConnectionError) -> ClientError {
+pub(crate) fn connection_lost(e: ConnectionError) -> ClientError {
     ClientError::ConnectionLost {
         reason: e.to_string(),
     }

@@ -14,6 +14,10 @@
 //! (which still checks the handshake signature). An auth [`Token`] is sent
 //! as `auth` metadata and never printed.
 //!
+//! [`Client::watch`] opens a WATCH on the same connection and gives its
+//! blocks as they come ([`WatchStream`]); [`lacks_watch`] tells a server
+//! without WATCH from one that refused for another reason.
+//!
 //! It is not a cache (mark-mcp caches), not a server, and does not
 //! interpret responses beyond parsing them with `mark-proto`.
 //!
@@ -32,8 +36,10 @@ mod client;
 mod config;
 mod error;
 mod tls;
+mod watch;
 
 pub use client::Client;
 pub use config::{ClientConfig, Token, Trust, format_fingerprint, parse_fingerprint};
 pub use error::ClientError;
 pub use tls::rustls_client_config;
+pub use watch::{WatchStart, WatchStream, lacks_watch};

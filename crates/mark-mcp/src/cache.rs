@@ -133,8 +133,22 @@ impl<T> SessionCache<T> {
     /// The value for `path` and whether it was validated within `fresh_for`
     /// of `now` (a fresh value needs no request). Marks it recently used.
     pub fn get(&mut self, path: &str, now: Instant, fresh_for: Duration) -> Option<(Arc<T>, bool)> {
+        self.get_watched(path, now, fresh_for, None)
+    }
+
+    /// [`SessionCache::get`], where a value asked at or after `watched_since`
+    /// (a healthy change feed's start) is also fresh: the feed forgets the
+    /// path when it changes, so what is still held is current.
+    pub fn get_watched(
+        &mut self,
+        path: &str,
+        now: Instant,
+        fresh_for: Duration,
+        watched_since: Option<Instant>,
+    ) -> Option<(Arc<T>, bool)> {
         let slot = self.entries.get(path)?;
-        let fresh = now.saturating_duration_since(slot.stamp.asked) < fresh_for;
+        let fresh = now.saturating_duration_since(slot.stamp.asked) < fresh_for
+            || watched_since.is_some_and(|since| slot.stamp.asked >= since);
         Some((Arc::clone(&slot.value), fresh))
     }
 

@@ -168,6 +168,11 @@ pub enum Verb {
         #[arg(long)]
         clear: bool,
     },
+    /// Print the source's changes as they come, one line each (`changed
+    /// /path`), heard as a session hears them (a server's WATCH, file events
+    /// under --root); Ctrl-C ends it. Fails at once when the source has no
+    /// change feed.
+    Watch,
     /// Serve the bundled knowledge base over QUIC on 127.0.0.1 inside this
     /// process and run a short orientation through an MCP client (needs no
     /// --root or --host, and no files beside the binary).
@@ -366,9 +371,11 @@ pub async fn run(session: &Session, verb: Verb, write: bool) -> ToolText {
             hook: HookCommand::SessionStart,
         } => crate::hook::session_start(session, &crate::hook::stdin_event(), now).await,
         // They start their own server: `main` runs them before any source.
-        Verb::Demo | Verb::Tools { .. } | Verb::Usage(_) | Verb::Index { .. } => ToolText::error(
-            "demo, tools, usage and index run before any source; run them as `mark-mcp demo`, `mark-mcp tools`, `mark-mcp usage` or `mark-mcp --root DIR index`.",
-        ),
+        Verb::Demo | Verb::Tools { .. } | Verb::Usage(_) | Verb::Index { .. } | Verb::Watch => {
+            ToolText::error(
+                "demo, tools, usage, index and watch are not one-shot reads; run them as `mark-mcp demo`, `mark-mcp tools`, `mark-mcp usage`, `mark-mcp --root DIR index` or `mark-mcp --root DIR watch`.",
+            )
+        }
     }
 }
 

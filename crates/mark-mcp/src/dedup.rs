@@ -417,6 +417,23 @@ impl<H: Clone> DeliveryLog<H> {
             .map(|d| d.last.clone())
     }
 
+    /// The slices of `path` sent at the version last read, within the TTL:
+    /// the read set's part of one document (what a change note may name).
+    pub fn slices_read(&self, path: &str, now: Instant) -> Vec<Slice> {
+        self.docs
+            .get(path)
+            .filter(|d| self.alive(d.stamp.0, now))
+            .map(|d| {
+                let at = |r: &SliceRecord| r.identity.same_as(&d.last);
+                d.slices
+                    .iter()
+                    .filter(|(_, r)| at(r))
+                    .map(|(s, _)| s.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Whether the agent was sent `slice` of `path`, or the whole body, in
     /// full (every page) at `current` (the version the document has now,
     /// which the caller knows: DESIGN.md wave-3 rule 3), within the TTL:

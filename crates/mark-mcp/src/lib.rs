@@ -19,6 +19,7 @@
 
 pub mod bound;
 pub mod cache;
+pub mod change_feed;
 pub mod cli;
 pub mod context_reset;
 pub mod crawl;
@@ -27,6 +28,8 @@ pub mod demo;
 pub mod envelope;
 pub mod explore;
 pub mod fetch;
+pub mod folder_feed;
+pub mod hints;
 pub mod hook;
 pub mod kept_graph;
 pub mod keys;
@@ -45,7 +48,10 @@ pub mod session;
 pub mod settings;
 pub mod source;
 pub mod sources;
+pub mod stale_note;
+pub mod subscriptions;
 pub mod token_file;
 pub mod usage;
 pub mod versions;
+pub mod watch_feed;
 pub mod write;

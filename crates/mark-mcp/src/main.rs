@@ -106,8 +106,22 @@ async fn run(mut cli: Cli) -> ExitCode {
         if session.settings().crawl.at_start {
             session.graph().start(std::time::Instant::now(), false);
         }
+        mark_mcp::watch_feed::start(&session);
         return serve(session, cli.write).await;
     };
+    if matches!(verb, Verb::Watch) {
+        let mut out = std::io::stdout();
+        let ctrl_c = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        return match mark_mcp::hints::print_hints(&session, &mut out, ctrl_c).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("mark-mcp: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     // `open` prints the document as it is, a hook the JSON Claude Code reads.
     let is_raw = matches!(verb, Verb::Open(_) | Verb::Hook { .. });
     let result = cli::run(&session, verb, cli.write).await;

@@ -350,6 +350,23 @@ impl Built {
         &self.text
     }
 
+    /// `t` with `line` as its last line when the whole still fits in
+    /// `bound`, else `t` as it was (`Err`): a closing line (the change note)
+    /// never displaces the result's own text.
+    pub fn close_with(t: ToolText, line: &str, bound: usize) -> Result<ToolText, ToolText> {
+        let mut with = t.clone();
+        if !with.text.is_empty() && !with.text.ends_with('\n') {
+            with.text.push('\n');
+        }
+        with.text.push_str(line);
+        with.text.push('\n');
+        if with.rendered_len() <= bound {
+            Ok(with)
+        } else {
+            Err(t)
+        }
+    }
+
     /// Sends the result: records its deliveries (held until the answer
     /// goes out, see [`crate::outbox`]) and gives its text.
     pub fn send(self, session: &Session) -> ToolText {

@@ -21,7 +21,7 @@ use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, ListResourceTemplatesResult, ListResourcesResult,
     PaginatedRequestParams, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
-    ServerConfig,
+    ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::schemars::{self, JsonSchema};
 use rmcp::service::RequestContext;
@@ -53,6 +53,8 @@ pub struct MarkServer {
     context_reset: Option<Arc<ContextReset>>,
     /// What answered calls delivered, until their responses go out.
     outbox: Arc<Outbox>,
+    /// Resource URIs the client subscribed to.
+    subscriptions: Arc<crate::subscriptions::Subscriptions>,
     tool_router: ToolRouter<MarkServer>,
     prompt_router: PromptRouter<MarkServer>,
 }
@@ -192,6 +194,7 @@ impl MarkServer {
         as_listed(&mut tool_router);
         MarkServer {
             outbox: Arc::new(Outbox::new(Arc::clone(&session))),
+            subscriptions: Arc::default(),
             session,
             context_reset: ContextReset::for_server().map(Arc::new),
             tool_router,
@@ -248,7 +251,14 @@ impl MarkServer {
             self.session.log().forget_all();
         }
         let (text, deliveries) = collect(unless_cancelled(cancelled, work)).await;
+        let text = crate::stale_note::close(&self.session, text, &deliveries).await;
         self.outbox.hold(id, deliveries);
+        self.answer(text)
+    }
+
+    /// A write's MCP result, closed with the change note when there is news.
+    async fn written(&self, text: ToolText) -> CallToolResult {
+        let text = crate::stale_note::close(&self.session, text, &[]).await;
         self.answer(text)
     }
 
@@ -436,7 +446,8 @@ impl MarkServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn mark_publish(&self, Parameters(p): Parameters<PublishParams>) -> CallToolResult {
-        self.answer(publish(&self.session, p, Instant::now()).await)
+        self.written(publish(&self.session, p, Instant::now()).await)
+            .await
     }
 
     /// Why mark_append is a tool.
@@ -450,7 +461,8 @@ impl MarkServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn mark_append(&self, Parameters(p): Parameters<AppendParams>) -> CallToolResult {
-        self.answer(append(&self.session, p, Instant::now()).await)
+        self.written(append(&self.session, p, Instant::now()).await)
+            .await
     }
 
     /// Why mark_archive is a tool.
@@ -464,7 +476,8 @@ impl MarkServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn mark_archive(&self, Parameters(p): Parameters<ArchiveParams>) -> CallToolResult {
-        self.answer(archive(&self.session, p, Instant::now()).await)
+        self.written(archive(&self.session, p, Instant::now()).await)
+            .await
     }
 }
 
@@ -527,6 +540,7 @@ impl ServerHandler for MarkServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_resources_subscribe()
                 .enable_prompts()
                 .build(),
         )
@@ -553,6 +567,30 @@ impl ServerHandler for MarkServer {
             })
             .collect();
         Ok(ListResourcesResult::with_all_items(items))
+    }
+
+    #[allow(
+        deprecated,
+        reason = "the subscribe of MCP before 2026-07-28, which clients speak today"
+    )]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions
+            .subscribe(&self.session, &request.uri, context.peer)
+            .map_err(|e| ErrorData::invalid_params(e, None))
+    }
+
+    #[allow(deprecated, reason = "see subscribe")]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions.unsubscribe(&self.session, &request.uri);
+        Ok(())
     }
 
     async fn list_resource_templates(

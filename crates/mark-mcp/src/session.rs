@@ -3,11 +3,12 @@
 //! takes a `&Session`; with stdio there is one session per process.
 
 use crate::cache::{SessionCache, Stamp, Ticket};
+use crate::change_feed::ChangeFeed;
 use crate::crawl::{CrawlWatcher, SessionGraph, Waited, parent_dir};
 use crate::dedup::{DeliveryLog, Identity};
 use crate::envelope::ToolText;
 use crate::settings::Settings;
-use crate::source::Source;
+use crate::source::{ChangeSource, Source};
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared, WeakShared};
 use link_graph::LinkTarget;
@@ -210,6 +211,7 @@ pub struct Session {
     flight_numbers: AtomicU64,
     log: Mutex<DeliveryLog<Arc<SectionHashes>>>,
     graph: SessionGraph,
+    feed: Mutex<ChangeFeed>,
 }
 
 impl std::fmt::Debug for Session {
@@ -241,6 +243,10 @@ impl Session {
                 hashes_weight,
             )),
             graph: SessionGraph::new(Arc::clone(&source), settings.crawl),
+            feed: Mutex::new(ChangeFeed::new(matches!(
+                source.change_source(),
+                ChangeSource::Folder { .. }
+            ))),
             source,
             settings,
         }
@@ -268,6 +274,26 @@ impl Session {
 
     pub(crate) fn log(&self) -> MutexGuard<'_, DeliveryLog<Arc<SectionHashes>>> {
         lock(&self.log)
+    }
+
+    /// The source's change feed (see [`crate::change_feed`]).
+    pub fn feed(&self) -> MutexGuard<'_, ChangeFeed> {
+        lock(&self.feed)
+    }
+
+    /// The source says `path` (a document key) changed at `now`: the cached
+    /// copy and the load in flight are forgotten (an answer asked before
+    /// now is never kept), and when this session delivered the document
+    /// the change waits for the next result's note.
+    pub fn source_changed(&self, path: &str, now: Instant) {
+        self.forget(path);
+        let read = self.log().last_read(path, now).is_some();
+        let mut feed = self.feed();
+        feed.heard(now);
+        feed.heard_change(path);
+        if read {
+            feed.changed(path);
+        }
     }
 
     /// `mark://host/path` for a path of this source.
@@ -447,7 +473,14 @@ impl Session {
     /// write through this session ([`Session::forget`]) is given to its
     /// callers, which were concurrent with the write, but never kept.
     pub async fn load_with(&self, path: &str, now: Instant, freshness: Freshness) -> Loaded {
-        let cached = lock(&self.cache).get(path, now, self.settings.fresh_for);
+        // `--fresh-for 0s` asks the source at every read, feed or not.
+        let watched_since = if self.settings.fresh_for.is_zero() {
+            None
+        } else {
+            lock(&self.feed).healthy_since(now)
+        };
+        let cached =
+            lock(&self.cache).get_watched(path, now, self.settings.fresh_for, watched_since);
         if let Some((doc, true)) = &cached
             && freshness == Freshness::CacheOk
         {
@@ -554,7 +587,8 @@ impl Session {
     }
 
     /// Forgets a cached document and its folder's listing after a write
-    /// through this session (the folder may have a new entry). A load in
+    /// through this session or a change the source told of (the folder may
+    /// have a new entry). A load in
     /// flight since before is not joined by later loads, and its answer is
     /// not kept: it may hold the text before the write.
     pub fn forget(&self, path: &str) {

@@ -1,6 +1,6 @@
-//! Where documents come from: one trait with one method, so that everything
-//! above it (cache, dedup, fetch, lookup) is the same for a Mark server and
-//! a local folder.
+//! Where documents come from: one trait whose one request method makes
+//! everything above it (cache, dedup, fetch, lookup) the same for a Mark
+//! server and a local folder; it also says where its changes can be heard.
 
 use futures::future::BoxFuture;
 use mark_proto::{Request, Response};
@@ -42,4 +42,30 @@ pub trait Source: Send + Sync {
     fn refuses_writes(&self) -> Option<&'static str> {
         None
     }
+
+    /// Where this source's changes can be heard (its change feed).
+    fn change_source(&self) -> ChangeSource {
+        ChangeSource::None
+    }
+}
+
+/// Where a source's changes can be heard.
+#[derive(Debug, Clone)]
+pub enum ChangeSource {
+    /// Nowhere: revalidation by `--fresh-for` only.
+    None,
+    /// A Mark server's `WATCH /` over this client's connection.
+    Server {
+        /// The client (its connection is shared with the requests).
+        client: mark_client::Client,
+        /// The server's host.
+        host: String,
+        /// The server's port.
+        port: u16,
+    },
+    /// File events under a folder.
+    Folder {
+        /// The folder (canonical).
+        root: std::path::PathBuf,
+    },
 }

@@ -143,6 +143,12 @@ impl Source for LocalSource {
         format!("{} ({mode}) as {LOCAL_ORIGIN}", self.root)
     }
 
+    fn change_source(&self) -> crate::source::ChangeSource {
+        crate::source::ChangeSource::Folder {
+            root: self.engine.root().to_path_buf(),
+        }
+    }
+
     fn refuses_writes(&self) -> Option<&'static str> {
         match (self.engine.mode(), &self.owner_token) {
             (StoreMode::Versioned, Some(_)) => None,
@@ -240,6 +246,14 @@ impl Source for RemoteSource {
 
     fn describe(&self) -> String {
         format!("Mark server {}", self.url.origin())
+    }
+
+    fn change_source(&self) -> crate::source::ChangeSource {
+        crate::source::ChangeSource::Server {
+            client: self.client.clone(),
+            host: self.url.host().to_string(),
+            port: self.url.port(),
+        }
     }
 }
 

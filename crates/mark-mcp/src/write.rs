@@ -383,6 +383,16 @@ async fn write(session: &Session, path: &str, req: Request, verb: &str) -> ToolT
     };
     session.forget(path);
     let version = resp.meta("version").map(str::to_string);
+    if resp.status.is_success() {
+        // What this session wrote is not news to it.
+        session.feed().wrote(
+            path,
+            crate::dedup::Identity {
+                version: version.clone(),
+                etag: resp.meta("etag").map(str::to_string),
+            },
+        );
+    }
     match resp.status {
         Status::Created => ToolText::new("created")
             .with_opt("version", version.clone())

@@ -4,7 +4,7 @@
 //! ([`Request`], [`Response`], [`Status`], [`Verb`], [`Metadata`]), parses
 //! `mark://` URLs ([`MarkUrl`]) and reads and writes the bodies the protocol
 //! defines: LIST entries ([`list`]), VERSIONS lines ([`versions`]), LOOKUP
-//! tables ([`lookup`]), what an APPEND writes ([`append`]) and error bodies ([`Response::error`],
+//! tables ([`lookup`]), WATCH's stream of blocks ([`watch`]), what an APPEND writes ([`append`]) and error bodies ([`Response::error`],
 //! [`Response::error_message`]). Every parser is bounded and returns a
 //! [`WireError`] on bad input; none panics.
 //!
@@ -32,6 +32,7 @@ mod message;
 mod meta;
 mod url;
 pub mod versions;
+pub mod watch;
 
 pub use error::WireError;
 pub use message::{MAX_METADATA, MAX_REQUEST_LINE, Request, Response, Status, Verb, check_path};

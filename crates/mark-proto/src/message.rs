@@ -26,11 +26,14 @@ pub enum Verb {
     Append,
     /// Flag the current version archived.
     Archive,
+    /// Stream change hints for a document or a folder (a stream of
+    /// frontmatter blocks, see [`crate::watch`]).
+    Watch,
 }
 
 impl Verb {
     /// Every verb, in protocol order.
-    pub const ALL: [Verb; 7] = [
+    pub const ALL: [Verb; 8] = [
         Verb::Fetch,
         Verb::List,
         Verb::Versions,
@@ -38,6 +41,7 @@ impl Verb {
         Verb::Publish,
         Verb::Append,
         Verb::Archive,
+        Verb::Watch,
     ];
 
     /// The verb as it stands on the wire.
@@ -50,6 +54,7 @@ impl Verb {
             Verb::Publish => "PUBLISH",
             Verb::Append => "APPEND",
             Verb::Archive => "ARCHIVE",
+            Verb::Watch => "WATCH",
         }
     }
 
@@ -394,7 +399,10 @@ fn opens_block(bytes: &[u8]) -> bool {
 
 /// Splits an optional `---` metadata block off the front of `bytes`. The
 /// block holds at most `max` bytes between its delimiters.
-fn split_optional_block(bytes: &[u8], max: usize) -> Result<(Metadata, &[u8]), WireError> {
+pub(crate) fn split_optional_block(
+    bytes: &[u8],
+    max: usize,
+) -> Result<(Metadata, &[u8]), WireError> {
     let open_len = if bytes.starts_with(b"---\n") {
         4
     } else if bytes.starts_with(b"---\r\n") {

@@ -62,6 +62,33 @@ struct ServeArgs {
     /// Concurrent request streams per connection.
     #[arg(long, default_value_t = 256, value_name = "N")]
     max_streams: u32,
+    /// WATCH streams open at once on the whole server; more are answered
+    /// `unavailable`.
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    max_watches: usize,
+    /// WATCH streams open at once on one connection; must stay below
+    /// --max-streams, so a watching client can still send requests
+    /// (default: 16, or one less than --max-streams when that is lower).
+    #[arg(long, value_name = "N")]
+    max_watches_per_connection: Option<usize>,
+    /// While a watch is open, how often the store is re-checked for
+    /// changes made outside this server (files saved under --flat, another
+    /// process writing the store), in milliseconds. Writes through this
+    /// server reach watches at once. The walk is the one LOOKUP's index
+    /// re-check makes (every document's stamp), so it is as often.
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    watch_recheck_ms: u64,
+    /// Test mode: idle time before a watch heartbeat, in milliseconds.
+    #[arg(long, hide = true, default_value_t = 20_000, value_name = "MS")]
+    watch_heartbeat_ms: u64,
+    /// Test mode: changes kept for watches that resume or lag.
+    #[arg(long, hide = true, default_value_t = mark_server::watch::DEFAULT_BACKLOG, value_name = "N")]
+    watch_backlog: usize,
+    /// Test mode: answer WATCH as servers from before WATCH (a demarkus
+    /// server), in its bytes: `server-error` with the body
+    /// `\n# Server error\n\nbad request\n`.
+    #[arg(long, hide = true)]
+    no_watch: bool,
     /// Largest document a PUBLISH or APPEND may store, in bytes. A request
     /// may be this plus the request line and metadata limits; more is cut
     /// off with `too-large`.
@@ -316,11 +343,12 @@ fn lookup_all_words(
     response
 }
 
-/// LOOKUP as a server without it answers (`--no-lookup`), byte for byte as
-/// a demarkus server before LOOKUP writes it: `server-error`, no other
-/// metadata, and demarkus' error body (`writeError`: a blank line, `# ` and
-/// the status as a title, a blank line, the message, a line end).
-fn lookup_unknown() -> mark_proto::Response {
+/// A verb a server does not know (LOOKUP with `--no-lookup`, WATCH with
+/// `--no-watch`), answered byte for byte as a demarkus server before it
+/// writes it: `server-error`, no other metadata, and demarkus' error body
+/// (`writeError`: a blank line, `# ` and the status as a title, a blank
+/// line, the message, a line end).
+fn unknown_verb() -> mark_proto::Response {
     mark_proto::Response::new(mark_proto::Status::ServerError)
         .with_body("\n# Server error\n\nbad request\n")
 }
@@ -336,6 +364,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let (Some(path), Some(store)) = (&args.tokens, &tokens) {
         tracing::info!("token file {}: {}", path.display(), store.layouts());
     }
+    let below_streams = (args.max_streams as usize).saturating_sub(1);
+    let max_watches_per_connection = match args.max_watches_per_connection {
+        Some(n) if n > below_streams => bail!(
+            "--max-watches-per-connection {n} must be below --max-streams {}, so a watching client can still send requests; lower it or raise --max-streams",
+            args.max_streams
+        ),
+        Some(n) => n,
+        None => DEFAULT_WATCHES_PER_CONNECTION.min(below_streams),
+    };
     let mode = serve_mode(&root, args.flat)?;
     let engine = Engine::open(&root, mode, tokens)
         .with_context(|| format!("opening {}", root.display()))?
@@ -345,6 +382,19 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.index_ram_bytes,
     ));
     let engine = Arc::new(engine);
+    let watches = (!args.no_watch).then(|| {
+        mark_server::Watches::new(
+            Arc::clone(&engine),
+            mark_server::WatchConfig {
+                max_watches: args.max_watches,
+                max_per_connection: max_watches_per_connection,
+                recheck: Duration::from_millis(args.watch_recheck_ms.max(1)),
+                heartbeat: Duration::from_millis(args.watch_heartbeat_ms.max(1)),
+                backlog: args.watch_backlog,
+            },
+        )
+    });
+    let no_watch = args.no_watch;
     let identity = match (&args.cert, &args.key) {
         (Some(cert), Some(key)) => ServerIdentity::load(cert, key)?,
         _ => ServerIdentity::self_signed(args.listen.ip())?,
@@ -379,8 +429,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         if looping_list && request.verb == mark_proto::Verb::List {
             return list_looping(&engine, request, now);
         }
-        if no_lookup && request.verb == mark_proto::Verb::Lookup {
-            return lookup_unknown();
+        if (no_lookup && request.verb == mark_proto::Verb::Lookup)
+            || (no_watch && request.verb == mark_proto::Verb::Watch)
+        {
+            return unknown_verb();
         }
         if all_words_lookup && request.verb == mark_proto::Verb::Lookup {
             return lookup_all_words(&engine, request, now);
@@ -401,7 +453,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         writeln!(out, "listening {addr} fingerprint {fingerprint}")?;
         out.flush()?;
         drop(out);
-        mark_server::serve(endpoint, handler, limits, shutdown).await;
+        mark_server::serve(endpoint, handler, limits, watches, shutdown).await;
         Ok(())
     });
     // Engine calls still blocked (a hung file system) are not waited for:
@@ -409,6 +461,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     runtime.shutdown_background();
     served
 }
+
+/// Watches one connection may hold unless `--max-watches-per-connection` says.
+const DEFAULT_WATCHES_PER_CONNECTION: usize = 16;
 
 /// How long `--stalled-path` holds a FETCH.
 const STALL: Duration = Duration::from_secs(3600);

@@ -1,7 +1,8 @@
 //! The Mark Protocol listener as a library: quinn (rustls with the ring
 //! provider, TLS 1.3 only, ALPN `mark`), one request per bidirectional
 //! stream within size and time limits, answered by
-//! [`mark_store::Engine::handle`] on the blocking pool.
+//! [`mark_store::Engine::handle`] on the blocking pool; WATCH streams
+//! change hints ([`Watches`]: the logic in [`watch`], the driver beside it).
 //!
 //! The `mark-server` binary is a thin command line over this; `mark-mcp
 //! demo` uses [`serve_in_background`] to serve its bundled knowledge base
@@ -10,10 +11,13 @@
 pub mod listener;
 pub mod rate;
 pub mod tls;
+pub mod watch;
+mod watch_stream;
 
 pub use listener::{Handler, Limits, serve};
 pub use rate::Rate;
 pub use tls::{ServerIdentity, TlsSetupError};
+pub use watch_stream::{WatchConfig, Watches};
 
 use mark_store::Engine;
 use std::net::SocketAddr;
@@ -102,10 +106,12 @@ pub fn serve_in_background(
         source,
     })?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let watches = Watches::new(Arc::clone(&engine), WatchConfig::default());
     let task = tokio::spawn(serve(
         endpoint,
         engine_handler(engine),
         limits,
+        Some(watches),
         async move {
             let _ = stopped.await;
         },

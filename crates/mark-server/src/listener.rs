@@ -6,10 +6,12 @@
 //! and bodies are never logged, so tokens never reach the log.
 
 use crate::rate::{Rate, RateLimiter};
+use crate::watch_stream::Watches;
 use mark_proto::{MAX_METADATA, MAX_REQUEST_LINE, Request, Response, Status, WireError};
 use quinn::{Endpoint, RecvStream, SendStream};
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
@@ -65,17 +67,23 @@ pub fn transport_config(limits: &Limits) -> quinn::TransportConfig {
 }
 
 /// Serves until `shutdown` resolves, then stops accepting, lets requests in
-/// flight finish (up to a grace period) and closes the endpoint.
+/// flight finish (up to a grace period), ends open watches with `closing`
+/// and closes the endpoint. Without `watches`, WATCH goes to the handler
+/// like any request.
 pub async fn serve(
     endpoint: Endpoint,
     handler: Handler,
     limits: Limits,
+    watches: Option<Arc<Watches>>,
     shutdown: impl Future<Output = ()>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let limiter = limits.rate.map(|rate| Arc::new(RateLimiter::new(rate)));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
+    if let Some(w) = &watches {
+        tokio::spawn(Arc::clone(w).recheck_until(stop_rx.clone()));
+    }
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -89,8 +97,9 @@ pub async fn serve(
                 let handler = Arc::clone(&handler);
                 let stop = stop_rx.clone();
                 let limiter = limiter.clone();
+                let watches = watches.clone();
                 connections.spawn(async move {
-                    serve_connection(incoming, handler, limits, limiter, stop).await;
+                    serve_connection(incoming, handler, limits, limiter, watches, stop).await;
                     drop(slot);
                 });
             }
@@ -117,6 +126,7 @@ async fn serve_connection(
     handler: Handler,
     limits: Limits,
     limiter: Option<Arc<RateLimiter>>,
+    watches: Option<Arc<Watches>>,
     mut stop: watch::Receiver<bool>,
 ) {
     let peer = incoming.remote_address();
@@ -140,6 +150,7 @@ async fn serve_connection(
     };
     debug!(%peer, "connection open");
     let mut streams = JoinSet::new();
+    let watching = Arc::new(AtomicUsize::new(0));
     // Streams over the rate: never read, so their slots stay taken.
     let mut unanswered: Vec<RecvStream> = Vec::new();
     loop {
@@ -151,8 +162,15 @@ async fn serve_connection(
                     unanswered.push(recv);
                 }
                 Ok((send, recv)) => {
-                    let connection = connection.clone();
-                    streams.spawn(serve_stream(connection, send, recv, Arc::clone(&handler), limits));
+                    let stream = Stream {
+                        connection: connection.clone(),
+                        send,
+                        recv,
+                        watches: watches.clone(),
+                        watching: Arc::clone(&watching),
+                        stop: stop.clone(),
+                    };
+                    streams.spawn(serve_stream(stream, Arc::clone(&handler), limits));
                 }
                 Err(e) => {
                     debug!(%peer, "connection closed: {e}");
@@ -163,17 +181,31 @@ async fn serve_connection(
         }
         while streams.try_join_next().is_some() {}
     }
-    // Every stream is bounded by the stream timeout, so this ends.
+    // Every stream is bounded by the stream timeout (a watch ends at the
+    // stop with `closing`), so this ends.
     while streams.join_next().await.is_some() {}
 }
 
-async fn serve_stream(
+/// One request stream and what a watch on it needs.
+struct Stream {
     connection: quinn::Connection,
-    mut send: SendStream,
-    mut recv: RecvStream,
-    handler: Handler,
-    limits: Limits,
-) {
+    send: SendStream,
+    recv: RecvStream,
+    watches: Option<Arc<Watches>>,
+    /// Watches open on this connection.
+    watching: Arc<AtomicUsize>,
+    stop: watch::Receiver<bool>,
+}
+
+async fn serve_stream(stream: Stream, handler: Handler, limits: Limits) {
+    let Stream {
+        connection,
+        mut send,
+        mut recv,
+        watches,
+        watching,
+        mut stop,
+    } = stream;
     let read =
         tokio::time::timeout(limits.stream_timeout, recv.read_to_end(limits.max_request)).await;
     let (label, response) = match read {
@@ -208,6 +240,20 @@ async fn serve_stream(
         }
         Ok(Ok(bytes)) => match Request::parse(&bytes) {
             Err(e) => (None, wire_error_response(&e)),
+            Ok(request) if request.verb == mark_proto::Verb::Watch && watches.is_some() => {
+                if let Some(w) = &watches {
+                    w.serve(
+                        request,
+                        &connection,
+                        &mut send,
+                        &watching,
+                        &mut stop,
+                        &limits,
+                    )
+                    .await;
+                }
+                return;
+            }
             Ok(request) => {
                 let label = Some((request.verb, request.path.clone()));
                 (
@@ -225,15 +271,27 @@ async fn serve_stream(
         warn!("response could not be encoded: {e}");
         internal_error_bytes()
     });
+    write_bounded(&connection, &mut send, &bytes, &limits).await;
+}
+
+/// Writes a whole response and finishes the stream, within the stream
+/// timeout (longer while the client keeps acknowledging); resets it when
+/// that runs out.
+pub(crate) async fn write_bounded(
+    connection: &quinn::Connection,
+    send: &mut SendStream,
+    bytes: &[u8],
+    limits: &Limits,
+) {
     let write = async {
-        send.write_all(&bytes).await?;
+        send.write_all(bytes).await?;
         send.finish()?;
         // Stay until the peer has the whole response: a connection dropped
         // at shutdown would otherwise discard data still in flight.
         send.stopped().await?;
         Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
     };
-    match while_acknowledged(&connection, limits.stream_timeout, write).await {
+    match while_acknowledged(connection, limits.stream_timeout, write).await {
         Some(Ok(())) => {}
         Some(Err(e)) => debug!("response write failed: {e}"),
         None => {
@@ -246,7 +304,7 @@ async fn serve_stream(
 /// Runs `work` for one `timeout`, and again for each further `timeout` in
 /// which the peer acknowledged something (it is alive, the link is slow), up
 /// to [`SLOW_LINK_FACTOR`] in all; `None` when it ran out.
-async fn while_acknowledged<T>(
+pub(crate) async fn while_acknowledged<T>(
     connection: &quinn::Connection,
     timeout: Duration,
     work: impl Future<Output = T>,

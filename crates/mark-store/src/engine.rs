@@ -1,6 +1,7 @@
 //! The engine: one request in, one response out, over a store.
 
 use crate::auth::{Denial, Op, TokenStore};
+use crate::changes::{ChangeSink, ChangeTracker};
 use crate::clock::{format_rfc3339, parse_rfc3339, unix_seconds};
 use crate::error::StoreError;
 use crate::lookup::{Catalog, IndexStorage, LookupQuery};
@@ -9,6 +10,7 @@ use crate::marker::RootKind;
 use crate::paths::SafePath;
 use crate::store::{FolderProblem, Snapshot, Store, StoreMode};
 use mark_proto::versions::VersionEntry;
+use mark_proto::watch::ChangeOp;
 use mark_proto::{Request, Response, Status, Verb};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -52,6 +54,28 @@ pub struct Engine {
     opened_at: i64,
     write_locks: Mutex<HashMap<SafePath, Arc<Mutex<()>>>>,
     catalog: Mutex<Catalog>,
+    changes: Mutex<ChangeTracker>,
+}
+
+/// What one WATCH request may follow: a document, or every document under
+/// a folder (see [`Engine::watch_scope`]).
+#[derive(Debug, Clone)]
+pub struct WatchScope {
+    scope: SafePath,
+}
+
+impl WatchScope {
+    /// Whether a change to `path` (a request path, percent-encoded as in a
+    /// [`crate::StoreChange`]) lies in this scope.
+    pub fn covers(&self, path: &str) -> bool {
+        SafePath::parse(path).is_some_and(|p| {
+            if self.scope.is_dir_form() {
+                p.starts_with(&self.scope)
+            } else {
+                p.segments() == self.scope.segments()
+            }
+        })
+    }
 }
 
 /// Locks a mutex, taking over a poisoned one: the data it guards (lock
@@ -223,6 +247,7 @@ impl Engine {
             opened_at: unix_seconds(SystemTime::now()),
             write_locks: Mutex::new(HashMap::new()),
             catalog: Mutex::new(Catalog::default()),
+            changes: Mutex::new(ChangeTracker::default()),
         })
     }
 
@@ -251,6 +276,71 @@ impl Engine {
     /// `clear`, it is removed (the next LOOKUP builds it again).
     pub fn kept_index(&self, clear: bool) -> std::io::Result<Option<crate::lookup::KeptIndex>> {
         lock(&self.catalog).kept_index(&self.store, clear)
+    }
+
+    /// Sets where changes to documents go (the server's WATCH): each write
+    /// this engine makes, and each change [`Engine::recheck_changes`] finds.
+    /// `None` stops it.
+    pub fn set_change_sink(&self, sink: Option<ChangeSink>) {
+        lock(&self.changes).set_sink(sink);
+    }
+
+    /// Looks for changes made outside this engine (a flat folder's files
+    /// saved or deleted, another process writing the store) by the store's
+    /// stamps, and sends each to the change sink; the first call only takes
+    /// the stamps as its start. Returns how many it sent. Blocking file I/O
+    /// (a walk of the store); does nothing without a sink.
+    pub fn recheck_changes(&self) -> std::io::Result<usize> {
+        lock(&self.changes).recheck(&self.store)
+    }
+
+    /// What a WATCH request may follow, or the ordinary answer refusing it:
+    /// `not-found` for a path that is not here, `unauthorized` or
+    /// `not-permitted` when its token may not read the scope.
+    pub fn watch_scope(&self, req: &Request, now: SystemTime) -> Result<WatchScope, Response> {
+        let Some(path) = SafePath::parse(&req.path) else {
+            return Err(not_found(&req.path));
+        };
+        if !self.store.visible(&path) {
+            return Err(not_found(&req.path));
+        }
+        self.may_read(req, path.segments(), now)?;
+        let exists = if path.is_dir_form() {
+            path.segments().is_empty() || self.store.folder(&path).is_some()
+        } else {
+            self.store
+                .current(&path)
+                .map_err(|e| server_error(&e))?
+                .is_some()
+        };
+        if !exists {
+            return Err(not_found(&req.path));
+        }
+        Ok(WatchScope { scope: path })
+    }
+
+    /// Whether the WATCH `req` (its token) may still read its `scope` at
+    /// `now`: a token that expired ends the watch.
+    pub fn watch_permitted(&self, req: &Request, scope: &WatchScope, now: SystemTime) -> bool {
+        self.may_read(req, scope.scope.segments(), now).is_ok()
+    }
+
+    /// Whether the WATCH `req` sees a change to `path`: in its scope, and
+    /// readable with its token (a read token may guard part of the scope).
+    pub fn watch_sees(
+        &self,
+        req: &Request,
+        scope: &WatchScope,
+        path: &str,
+        now: SystemTime,
+    ) -> bool {
+        scope.covers(path)
+            && SafePath::parse(path).is_some_and(|p| self.may_read(req, p.segments(), now).is_ok())
+    }
+
+    /// Tells the change sink of a write to `doc`.
+    fn announce(&self, doc: &SafePath, op: ChangeOp) {
+        lock(&self.changes).written(&self.store, doc, op);
     }
 
     /// Sets the server name shown in the generated agent manifest (default:
@@ -305,6 +395,9 @@ impl Engine {
             Verb::Publish => self.publish(req, &path, now),
             Verb::Append => self.append(req, &path, now),
             Verb::Archive => self.archive(req, &path, now),
+            Verb::Watch => Err(bad_request(
+                "WATCH is a stream that only a server answers; send it to mark-server.",
+            )),
         };
         if matches!(req.verb, Verb::Publish | Verb::Append | Verb::Archive) && reply.is_ok() {
             self.index_write(&path, now);
@@ -619,7 +712,8 @@ impl Engine {
         self.check_size(body.len())?;
         let expected = parse_version_meta(req, "expected-version")?;
         self.prepare(doc)?;
-        self.write_next(doc, now, |current| {
+        let mut unarchived = false;
+        let reply = self.write_next(doc, now, |current| {
             let server_version = current.map_or(0, |c| c.version);
             if let Some(c) = current
                 && (body.is_empty() || c.body() == body)
@@ -635,6 +729,7 @@ impl Engine {
                     self.store
                         .set_archived(doc, c.version, false, unix_seconds(now))
                         .map_err(|e| server_error(&e))?;
+                    unarchived = true;
                 }
                 return Ok(Step::Answer(written(Status::Ok, c)));
             }
@@ -647,7 +742,11 @@ impl Engine {
                 return Err(conflict(e, server_version));
             }
             Ok(Step::Write(Cow::Borrowed(body)))
-        })
+        });
+        if unarchived || reply.as_ref().is_ok_and(|r| r.status == Status::Created) {
+            self.announce(doc, ChangeOp::Publish);
+        }
+        reply
     }
 
     fn append(&self, req: &Request, doc: &SafePath, now: SystemTime) -> Reply {
@@ -664,7 +763,7 @@ impl Engine {
             return Err(bad_request("APPEND needs a body: the text to add."));
         }
         self.check_size(req.body.len())?;
-        self.write_next(doc, now, |current| {
+        let reply = self.write_next(doc, now, |current| {
             let current = current.ok_or_else(|| not_found(&req.path))?;
             if current.archived {
                 return Err(Response::error(
@@ -679,7 +778,11 @@ impl Engine {
             // demarkus' join: a line end only where the body lacks one.
             let content = mark_proto::append::appended(current.body(), &req.body);
             Ok(Step::Write(Cow::Owned(content)))
-        })
+        });
+        if reply.as_ref().is_ok_and(|r| r.status == Status::Created) {
+            self.announce(doc, ChangeOp::Append);
+        }
+        reply
     }
 
     fn archive(&self, req: &Request, doc: &SafePath, now: SystemTime) -> Reply {
@@ -707,6 +810,7 @@ impl Engine {
             self.store
                 .set_archived(doc, current.version, true, unix_seconds(now))
                 .map_err(|e| server_error(&e))?;
+            self.announce(doc, ChangeOp::Archive);
         }
         Ok(Response::new(Status::Ok).with_meta("version", current.version.to_string()))
     }

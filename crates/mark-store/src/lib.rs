@@ -11,7 +11,10 @@
 //! It answers FETCH (conditional, pinned versions, by content hash, the
 //! agent manifest, `/health`), LIST (paged), VERSIONS (with the hash chain
 //! verified), LOOKUP (BM25-ranked card catalog, see [`lookup`]) and the
-//! writes, and checks [`TokenStore`] capability tokens. Library functions
+//! writes, and checks [`TokenStore`] capability tokens. For WATCH it tells
+//! a sink of each change ([`Engine::set_change_sink`]: its own writes at
+//! once, others by [`Engine::recheck_changes`]) and says what a watch may
+//! follow ([`Engine::watch_scope`]); the server streams the events. Library functions
 //! issue tokens ([`generate_token`]) and import a folder ([`import()`]).
 //!
 //! It is not a server: it opens no socket and has no async runtime.
@@ -31,6 +34,7 @@
 //! ```
 
 mod auth;
+mod changes;
 mod clock;
 mod engine;
 mod error;
@@ -47,7 +51,8 @@ mod text_index;
 mod versioned;
 
 pub use auth::{Op, TokenLayouts, TokenStore, generate_token};
-pub use engine::{DEFAULT_MAX_DOCUMENT_BYTES, Engine, MANIFEST_PATH, MAX_LIST_PAGE};
+pub use changes::{ChangeSink, StoreChange};
+pub use engine::{DEFAULT_MAX_DOCUMENT_BYTES, Engine, MANIFEST_PATH, MAX_LIST_PAGE, WatchScope};
 pub use error::StoreError;
 pub use import::{ImportReport, import};
 pub use marker::{RootKind, STORE_MARKER, mark};
