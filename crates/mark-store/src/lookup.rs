@@ -47,7 +47,7 @@ pub use persisted::KeptIndex;
 use crate::clock::parse_time_or_date;
 use crate::paths::SafePath;
 use crate::store::{Stamp, Store};
-use crate::text_index::{DocumentEntry, LinkEntry, SectionEntry, TextIndex};
+use crate::text_index::{DocumentEntry, LinkEntry, MAX_HELD_WORDS, SectionEntry, TextIndex};
 use mark_proto::lookup::{LookupRow, LookupTable, query_words, word_spans};
 use mark_proto::{Metadata, Response, Status};
 use markdown_slice::{Document, Link, Target, slugify, tag_matches};
@@ -1467,11 +1467,11 @@ impl<'a> Ranked<'a> {
         }
     }
 
-    /// Whether it holds query word `i`.
+    /// Whether it holds query word `i`. A word past the
+    /// [`MAX_HELD_WORDS`] the index tells apart counts as held: it is
+    /// neither listed as lacking nor weighed against the row.
     fn holds(&self, i: usize) -> bool {
-        self.held
-            .checked_shr(i as u32)
-            .is_some_and(|rest| rest & 1 == 1)
+        i >= MAX_HELD_WORDS || self.held >> i & 1 == 1
     }
 
     fn anchor(&self) -> Option<&str> {
@@ -1883,6 +1883,25 @@ mod tests {
             ["/roadmap.md", "/hub.md"],
             "a heading with more words than the query is not named by it"
         );
+    }
+
+    #[test]
+    fn a_word_past_those_the_index_tells_apart_is_never_listed_as_lacking() {
+        let mut catalog = catalog_of([("/a.md".to_string(), "# A\n\nPier deploys.\n")]);
+        let filler: Vec<String> = (0..MAX_HELD_WORDS).map(|i| format!("zz{i}")).collect();
+        let query = LookupQuery::from_metadata(&meta(&[
+            ("query", &format!("{} pier", filler.join(" "))),
+            ("match", "body"),
+            ("terms", "any"),
+            ("columns", "lacks"),
+        ]))
+        .unwrap();
+        let rows = catalog
+            .search_indexed(&SafePath::root(), &query, &|_| true)
+            .unwrap()
+            .rows;
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].lacks, filler, "the 65th word, `pier`, is held");
     }
 
     #[test]

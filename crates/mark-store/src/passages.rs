@@ -75,6 +75,19 @@ impl Candidate<'_> {
     }
 }
 
+/// What one unit holds of the query, as [`choose`] weighs it.
+struct Held {
+    /// Its candidate's index, and its own within that candidate.
+    ci: usize,
+    ui: usize,
+    /// The query's stems it holds.
+    words: HashSet<String>,
+    /// Its estimated tokens.
+    tokens: usize,
+    /// It ends in a colon: it introduces the unit after it.
+    introduces: bool,
+}
+
 /// The units chosen from one candidate, in source order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chosen {
@@ -140,11 +153,21 @@ pub fn choose(query: &str, candidates: &[Candidate<'_>], budget: usize) -> Vec<C
         .iter()
         .map(|c| stems.held(c.heading, &wanted))
         .collect();
-    let mut held: Vec<(usize, usize, HashSet<String>, usize)> = Vec::new();
+    // Every candidate's units in order; candidate `ci`'s unit `ui` is
+    // `held[first[ci] + ui]`.
+    let mut held: Vec<Held> = Vec::new();
+    let mut first = Vec::with_capacity(candidates.len());
     for (ci, c) in candidates.iter().enumerate() {
+        first.push(held.len());
         for (ui, u) in c.units.iter().enumerate() {
             let text = c.unit_text(u);
-            held.push((ci, ui, stems.held(&text, &wanted), estimate_tokens(&text)));
+            held.push(Held {
+                ci,
+                ui,
+                words: stems.held(&text, &wanted),
+                tokens: estimate_tokens(&text),
+                introduces: text.trim_end().ends_with(':'),
+            });
         }
     }
     // A word's weight: rarer among the units (with their headings), more.
@@ -156,34 +179,29 @@ pub fn choose(query: &str, candidates: &[Candidate<'_>], budget: usize) -> Vec<C
         .map(|w| {
             let df = held
                 .iter()
-                .filter(|(ci, _, h, _)| h.contains(w) || headings[*ci].contains(w))
+                .filter(|u| u.words.contains(w) || headings[u.ci].contains(w))
                 .count() as f64;
             (w, (1.0 + (pool + 1.0) / (df + 1.0)).ln())
         })
         .collect();
-    let mut scored: Vec<(f64, usize, usize, usize)> = held
+    let mut scored: Vec<(f64, &Held)> = held
         .iter()
-        .filter_map(|(ci, ui, h, tokens)| {
+        .filter_map(|u| {
             let words: f64 = weight
                 .iter()
                 .map(|(w, wt)| {
-                    if h.contains(*w) {
+                    if u.words.contains(*w) {
                         *wt
-                    } else if headings[*ci].contains(*w) {
+                    } else if headings[u.ci].contains(*w) {
                         HEADING_SHARE * wt
                     } else {
                         0.0
                     }
                 })
                 .sum();
-            let rank = candidates[*ci].rank as f64;
-            let length = (*tokens as f64 / PARAGRAPH_TOKENS).max(1.0).sqrt();
-            (words > 0.0).then_some((
-                words / (1.0 + RANK_DECAY * rank) / length,
-                *ci,
-                *ui,
-                *tokens,
-            ))
+            let rank = candidates[u.ci].rank as f64;
+            let length = (u.tokens as f64 / PARAGRAPH_TOKENS).max(1.0).sqrt();
+            (words > 0.0).then_some((words / (1.0 + RANK_DECAY * rank) / length, u))
         })
         .collect();
     // Among equals: the first block of a section first, except list items,
@@ -192,37 +210,36 @@ pub fn choose(query: &str, candidates: &[Candidate<'_>], budget: usize) -> Vec<C
         UnitKind::ListItem => usize::MAX - ui,
         _ => ui,
     };
-    scored.sort_by(|a, b| {
-        b.0.total_cmp(&a.0)
-            .then(a.1.cmp(&b.1))
-            .then(place(a.1, a.2).cmp(&place(b.1, b.2)))
+    scored.sort_by(|(a_score, a), (b_score, b)| {
+        b_score
+            .total_cmp(a_score)
+            .then(a.ci.cmp(&b.ci))
+            .then(place(a.ci, a.ui).cmp(&place(b.ci, b.ui)))
     });
     let floor = scored.first().map_or(0.0, |s| s.0 * RELEVANCE_FLOOR);
     let mut left = budget;
     let mut taken: HashSet<(usize, usize)> = HashSet::new();
     let mut groups: Vec<Chosen> = Vec::new();
-    for (score, ci, ui, tokens) in scored {
+    for (score, u) in scored {
+        let (ci, ui) = (u.ci, u.ui);
         if score < floor {
             break;
         }
-        if tokens > left || taken.contains(&(ci, ui)) {
+        if u.tokens > left || taken.contains(&(ci, ui)) {
             continue;
         }
-        left -= tokens;
+        left -= u.tokens;
         let mut units = vec![ui];
         // A block ending in a colon introduces the next one ("the options
         // should be set to:" and its code): that one comes along, when it
         // fits.
-        let c = &candidates[ci];
-        if c.unit_text(&c.units[ui]).trim_end().ends_with(':')
-            && let Some(next) = c.units.get(ui + 1)
-            && !taken.contains(&(ci, ui + 1))
+        if u.introduces
+            && let Some(next) = held.get(first[ci] + ui + 1).filter(|n| n.ci == ci)
+            && !taken.contains(&(ci, next.ui))
+            && next.tokens <= left
         {
-            let more = estimate_tokens(&c.unit_text(next));
-            if more <= left {
-                left -= more;
-                units.push(ui + 1);
-            }
+            left -= next.tokens;
+            units.push(next.ui);
         }
         taken.extend(units.iter().map(|&u| (ci, u)));
         match groups.iter_mut().find(|g| g.candidate == ci) {
