@@ -38,8 +38,7 @@ pub fn start(session: &Arc<Session>, root: &Path) {
             "{} is on a {fs} file system, where file events may never arrive: documents are revalidated by --fresh-for",
             root.display()
         );
-        tracing::warn!("{why}");
-        session.feed().gave_up(why);
+        give_up(session, why);
         return;
     }
     let (tx, rx) = mpsc::unbounded_channel();
@@ -74,8 +73,7 @@ fn unwatched(session: &Session, root: &Path, why: &str) {
         "cannot watch {} for changes ({why}; on Linux the inotify limit is fs.inotify.max_user_watches): documents are revalidated by --fresh-for",
         root.display()
     );
-    tracing::warn!("{why}");
-    session.feed().gave_up(why);
+    give_up(session, why);
 }
 
 /// Applies the events as they come, `DEBOUNCE` after the first of a burst,
@@ -106,8 +104,7 @@ async fn follow(
                         "lost file events under {} ({why}): documents are revalidated by --fresh-for from now on",
                         root.display()
                     );
-                    tracing::warn!("{why}");
-                    live.feed().gave_up(why);
+                    give_up(&live, why);
                     return;
                 }
             }
@@ -171,6 +168,13 @@ fn remote_file_system(root: &Path) -> Option<String> {
         })
         .max_by_key(|(len, _)| *len)?;
     (REMOTE_FILE_SYSTEMS.contains(&fs.as_str()) || fs.starts_with("fuse")).then_some(fs)
+}
+
+/// Says once on stderr why folder events cannot be trusted, and turns the
+/// session's feed off (documents are revalidated by `--fresh-for`).
+fn give_up(session: &Session, why: String) {
+    tracing::warn!("{why}");
+    session.feed().gave_up(why);
 }
 
 #[cfg(test)]
