@@ -161,7 +161,11 @@ impl ResultBuilder {
         let value = one_line(value, MAX_FIELD_BYTES);
         let now = self.t.get(key).map_or(0, |v| field_bytes(key, v.len()));
         let room = self.room() + now;
-        let fits = room.saturating_sub(field_bytes(key, 0));
+        // Not even the key fits (an empty value would pass the checks
+        // below and overrun the bound).
+        let Some(fits) = room.checked_sub(field_bytes(key, 0)) else {
+            return false;
+        };
         let value = if value.len() <= fits {
             value
         } else if fits >= MIN_FIELD_VALUE {
@@ -445,6 +449,14 @@ mod tests {
         assert!(!b.field("note", "anything"), "no room left");
         let t = b.finish().text;
         assert!(t.render().len() <= 100 && t.get("title").unwrap().ends_with('…'));
+    }
+
+    #[test]
+    fn a_field_whose_key_does_not_fit_is_refused_even_when_empty() {
+        let bound = ToolText::new("ok").rendered_len() + field_bytes("note", 0) - 1;
+        let mut b = ResultBuilder::new("ok", bound);
+        assert!(!b.field("note", ""), "no room for `note: `");
+        assert!(b.finish().text().render().len() <= bound);
     }
 
     proptest! {
