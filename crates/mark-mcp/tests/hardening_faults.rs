@@ -169,9 +169,11 @@ async fn new_certificate_under_a_pin_is_refused() {
 /// resource-not-found; a missing document still is not-found (-32002).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resource_read_that_times_out_says_so() {
-    let (_store, server) = serve_copy_of::<&str>(&kb(), &[]);
-    // --fresh-for 0s: the session's crawl may have cached small.md before the
-    // stop; every read must ask the server, so the stall is what it meets.
+    // A server without WATCH (as demarkus today) and --fresh-for 0s: the
+    // session's crawl may have cached small.md before the stop, and a healthy
+    // watch would keep that copy fresh; here every read must ask the server,
+    // so the stall is what it meets.
+    let (_store, server) = serve_copy_of(&kb(), &["--max-watches", "0"]);
     let mcp = Mcp::start(&server.reader_args(&["--timeout", "2s", "--fresh-for", "0s"])).await;
     let uri = format!("{}/large.md", server.url());
     assert!(mcp.read(&uri).await.is_ok());
