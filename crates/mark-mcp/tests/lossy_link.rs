@@ -71,7 +71,9 @@ async fn a_long_lossy_link_gives_the_same_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_black_hole_is_a_tool_error_within_the_timeout_and_the_session_recovers() {
-    let (_store, server) = serve_copy_of(&corpus("nodejs-api"), &[] as &[&str]);
+    // A server without WATCH and --fresh-for 0s: every read asks the server
+    // (a healthy watch would keep the crawl's copy of errors.md fresh).
+    let (_store, server) = serve_copy_of(&corpus("nodejs-api"), &["--max-watches", "0"]);
     let relay = UdpRelay::start(server.addr, LinkShape::CLEAN, 7).unwrap();
     let mcp = Mcp::start(
         &server.reader_args_via(relay.addr(), &["--timeout", "2s", "--fresh-for", "0s"]),
