@@ -278,8 +278,9 @@ pub(crate) struct Hit {
     pub address: DocAddress,
 }
 
-/// The most query words a search tells apart in [`Hit::held`].
-pub(crate) const MAX_HELD_WORDS: usize = 64;
+/// The most query words a search tells apart in [`Hit::held`]: one bit
+/// each, so the mask's width.
+pub(crate) const MAX_HELD_WORDS: usize = u64::BITS as usize;
 
 /// The index and its writer: always there in RAM; for a persisted index
 /// only while an update holds tantivy's writer lock.
