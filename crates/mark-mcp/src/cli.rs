@@ -65,7 +65,7 @@ pub struct Cli {
     /// '' keeps none).
     #[arg(long, global = true, value_name = "DIR", value_parser = mark_store::lookup::IndexStorage::parse_folder)]
     pub index_dir: Option<PathBuf>,
-    /// Serve a cached document without asking the source if validated this recently.
+    /// Serve a cached document without asking the source if validated this recently (or at all while its change feed is healthy).
     #[arg(long, global = true, default_value = "5s", value_name = "DURATION", value_parser = parse_duration)]
     pub fresh_for: Duration,
     /// Forget what was delivered after this long (clients compact context).
